@@ -1,4 +1,5 @@
-"""A rank's program that ends on an uncaught exception aborts its MPI job, after the records close.
+"""A rank's program that ends on an uncaught exception aborts its MPI job, after the records close;
+one sent SIGTERM during training unwinds, runs the same callbacks, and ends by the signal.
 
 The exit handler's body (``abort_if_uncaught``) with a stand-in for mpi4py's ``MPI``; the
 real job (plain ``python`` under ``mpiexec``, which hung before) is in
@@ -9,8 +10,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import signal
+import subprocess
 import sys
+import textwrap
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +27,7 @@ from rankscribe.ranks.exits import (
     abort_if_uncaught,
     abort_on_uncaught_exception,
     before_abort,
+    end_cleanly_on_sigterm,
 )
 
 
@@ -155,3 +162,115 @@ def test_the_abort_setting_0_installs_no_exit_handler(
     monkeypatch.setenv(ABORT_ENV, "0")
     abort_on_uncaught_exception(mpi)
     assert installed == []
+
+
+# --------------------------------------------------------------------------- SIGTERM
+# The signal and the end by it are the process's: the program runs in a child process.
+
+
+def run_until_ready(script: str, *arguments: str) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line == "ready\n", (line, child.stderr.read() if child.stderr else "")
+    return child
+
+
+EXITS = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from rankscribe.ranks.exits import before_abort, end_cleanly_on_sigterm
+
+    out = Path(sys.argv[1])
+    before_abort(lambda: (out / "callback").write_text("ran"))
+    release = end_cleanly_on_sigterm()
+    try:
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.01)
+    except Exception:
+        (out / "caught").write_text("an except Exception stopped it")
+    finally:
+        print("unwinding", flush=True)
+        time.sleep(float(sys.argv[2]))
+        (out / "finally").write_text("ran")
+    """
+)
+
+
+def test_the_program_unwinds_and_the_exit_callbacks_run_before_the_signal_ends_it(
+    tmp_path: Path,
+) -> None:
+    child = run_until_ready(EXITS, str(tmp_path), "0")
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert (tmp_path / "finally").read_text() == "ran"
+    assert (tmp_path / "callback").read_text() == "ran"  # before_abort's, at exit
+    assert not (tmp_path / "caught").exists()  # a SystemExit: no except Exception takes it
+
+
+def test_a_second_sigterm_while_the_program_unwinds_does_not_cut_its_writing_short(
+    tmp_path: Path,
+) -> None:
+    child = run_until_ready(EXITS, str(tmp_path), "1.0")
+    child.send_signal(signal.SIGTERM)
+    assert child.stdout is not None
+    assert child.stdout.readline() == "unwinding\n"
+    child.send_signal(signal.SIGTERM)  # while its finally block sleeps
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert (tmp_path / "finally").read_text() == "ran"
+    assert stderr.count("SIGTERM during training") == 1
+
+
+def test_without_the_collector_a_sigterm_still_ends_the_process_at_once(tmp_path: Path) -> None:
+    # The same program, the handler never set: the default action, nothing unwinds.
+    script = EXITS.replace("release = end_cleanly_on_sigterm()", "")
+    child = run_until_ready(script, str(tmp_path), "0")
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM
+    assert not (tmp_path / "finally").exists()
+
+
+def test_a_sigterm_handler_of_the_programs_own_is_left_alone() -> None:
+    def own(signum: int, frame: object) -> None:
+        """The program's."""
+
+    before = signal.signal(signal.SIGTERM, own)
+    try:
+        release = end_cleanly_on_sigterm()
+        assert signal.getsignal(signal.SIGTERM) is own
+        release()
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_sigterm_is_set_for_nested_runs_and_the_default_comes_back_with_the_last() -> None:
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    outer = end_cleanly_on_sigterm()
+    inner = end_cleanly_on_sigterm()
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    inner()
+    inner()  # a release given twice counts once
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    outer()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_outside_the_main_thread_sigterm_is_not_touched() -> None:
+    releases: list[Callable[[], None]] = []
+    thread = threading.Thread(target=lambda: releases.append(end_cleanly_on_sigterm()))
+    thread.start()
+    thread.join(10)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    releases[0]()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -74,6 +74,7 @@ from rankscribe.collector.run._run import CollectorRun
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
+from rankscribe.ranks.exits import end_cleanly_on_sigterm
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import (
     discard_dropped,
@@ -317,6 +318,9 @@ class SummaryCollector(Callback):
         self._sink_mode = False
         #: Between a training run's begin and its end (an exception then: interrupted).
         self._training = False
+        #: Puts SIGTERM's default handler back (ranks.exits.end_cleanly_on_sigterm): a
+        #: SIGTERM during training stops it, and what was recorded is written first.
+        self._sigterm_release: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------- lifecycle
 
@@ -413,6 +417,12 @@ class SummaryCollector(Callback):
         self._timings.close()
         self._write_kept()
         self._run.close()
+        self._release_sigterm()
+
+    def _release_sigterm(self) -> None:
+        release, self._sigterm_release = self._sigterm_release, None
+        if release is not None:
+            release()
 
     def _write_kept(self) -> None:
         """Write what the series keeps (step times, timings, collected steps' losses)
@@ -481,6 +491,8 @@ class SummaryCollector(Callback):
             assert run.directory is not None
             self._lineage.start_training(run.directory, params)
             self._training = True
+            self._release_sigterm()
+            self._sigterm_release = end_cleanly_on_sigterm()
             keep_next(None)  # an earlier run's last word on its next step
             # A subclass's own step_begin or step_end (or one set on this collector) is
             # called at every step: no step is left to the loop to log.
@@ -753,6 +765,8 @@ class SummaryCollector(Callback):
             self._merge_job_lineage()
             if not self._entered:
                 self._close()
+            if params.mode == "train":
+                self._release_sigterm()
 
     # ------------------------------------------------------------------- helpers
 

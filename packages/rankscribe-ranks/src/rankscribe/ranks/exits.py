@@ -7,16 +7,27 @@ arranges that a program ending on an uncaught exception aborts the job
 (``docs/layout.md``, "A rank that raises"). :func:`abort_on_uncaught_exception` installs
 it (once a process; the MPI coordinator calls it); :func:`before_abort` registers what must
 run first (the writer closes its open records there); :func:`abort_if_uncaught` is the exit
-handler's body; :data:`ABORT_ENV` turns the abort off.
+handler's body; :data:`ABORT_ENV` turns the abort off. :func:`end_cleanly_on_sigterm`
+turns a SIGTERM during training into :class:`Terminated`, so that what was recorded is
+written before the process ends by the signal (``docs/layout.md``, "A rank sent SIGTERM").
 """
 
 from __future__ import annotations
 
 from rankscribe.ranks.coordination._exits import (
     ABORT_ENV,
+    Terminated,
     abort_if_uncaught,
     abort_on_uncaught_exception,
     before_abort,
+    end_cleanly_on_sigterm,
 )
 
-__all__ = ["ABORT_ENV", "abort_if_uncaught", "abort_on_uncaught_exception", "before_abort"]
+__all__ = [
+    "ABORT_ENV",
+    "Terminated",
+    "abort_if_uncaught",
+    "abort_on_uncaught_exception",
+    "before_abort",
+    "end_cleanly_on_sigterm",
+]

@@ -20,6 +20,16 @@ closes every record left open, so what they hold is on disk before the abort). N
 What an abort costs: ``mpiexec`` kills the other ranks at once, and a rank killed loses
 what it had not written yet (its kept timings, up to a second of steps:
 ``docs/job-view.md``, "Where each rank stopped"), as it would when killed by hand.
+
+A rank sent SIGTERM (a scheduler's time limit or preemption: SLURM, Kubernetes and
+torchrun send it, then SIGKILL after a grace period) would die at once, losing the same.
+While training is recorded (:func:`end_cleanly_on_sigterm`, which the collector calls for
+its training runs), a SIGTERM raises :class:`Terminated` in the main thread instead: the
+program unwinds (``finally`` blocks and context managers run; the collector writes what it
+kept and closes its record), and at exit the :func:`before_abort` callbacks run and the
+process ends by SIGTERM, as it would have without RankScribe (its parent, ``mpiexec`` or
+the scheduler, sees the same signal). Only where SIGTERM's handler is the default one, in
+the main thread: a handler of the program's own (or a framework's) is left alone.
 """
 
 from __future__ import annotations
@@ -27,16 +37,25 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from rankscribe.ranks.errors import RanksValueError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ABORT_ENV", "abort_if_uncaught", "abort_on_uncaught_exception", "before_abort"]
+__all__ = [
+    "ABORT_ENV",
+    "Terminated",
+    "abort_if_uncaught",
+    "abort_on_uncaught_exception",
+    "before_abort",
+    "end_cleanly_on_sigterm",
+]
 
 #: ``0`` leaves MPI to finalise after an uncaught exception (the job then waits for the
 #: rank's peers); ``1``, the default, aborts the job.
@@ -121,3 +140,103 @@ def abort_if_uncaught(mpi: Any) -> bool:
     sys.stdout.flush()
     comm.Abort(1)
     return True
+
+
+class Terminated(SystemExit):
+    """Raised in the main thread by the SIGTERM a recorded training run received
+    (:func:`end_cleanly_on_sigterm`). A ``SystemExit``, as the signal means "end": an
+    ``except Exception`` of the program does not stop it, and Python prints no traceback.
+    Its code is 143 (128 + SIGTERM); the process then ends by the signal itself."""
+
+
+_SIGTERM = signal.SIGTERM
+_sigterm_users = 0  # the runs between end_cleanly_on_sigterm and its release
+_sigterm_received = False
+_sigterm_exit_registered = False
+_sigterm_pid = 0  # the process that set the handler (a forked child inherits it)
+
+
+def end_cleanly_on_sigterm() -> Callable[[], None]:
+    """Until the returned function is called: a SIGTERM raises :class:`Terminated` in the
+    main thread (once; a second SIGTERM while the program unwinds is ignored), and at exit
+    the :func:`before_abort` callbacks run and the process ends by SIGTERM.
+
+    Nothing is changed (and the returned function does nothing) outside the main thread,
+    or where SIGTERM's handler is not the default one (the program's own, a framework's,
+    or an ignored signal). Calls may nest: the default handler comes back with the last
+    release. A main thread blocked inside a C call (a collective waiting for a dead peer)
+    handles the signal when the call returns; SIGKILL, which schedulers send after their
+    grace period, ends it at once."""
+    global _sigterm_users, _sigterm_exit_registered, _sigterm_pid  # noqa: PLW0603 - one handler a process
+    if threading.current_thread() is not threading.main_thread():
+        return _nothing
+    with _lock:
+        current = signal.getsignal(_SIGTERM)
+        if current is not _on_sigterm:
+            if current is not signal.SIG_DFL:
+                return _nothing
+            signal.signal(_SIGTERM, _on_sigterm)
+            _sigterm_pid = os.getpid()
+        _sigterm_users += 1
+        if not _sigterm_exit_registered:
+            _sigterm_exit_registered = True
+            atexit.register(_end_by_sigterm)
+    released = False
+
+    def release() -> None:
+        global _sigterm_users  # noqa: PLW0603
+        nonlocal released
+        if released or threading.current_thread() is not threading.main_thread():
+            return
+        released = True
+        with _lock:
+            _sigterm_users -= 1
+            if _sigterm_users == 0 and signal.getsignal(_SIGTERM) is _on_sigterm:
+                signal.signal(_SIGTERM, signal.SIG_DFL)
+
+    return release
+
+
+def _nothing() -> None:
+    """What :func:`end_cleanly_on_sigterm` returns where it changed nothing."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    global _sigterm_received  # noqa: PLW0603
+    if os.getpid() != _sigterm_pid:
+        # A forked child (a data loader's worker) inherited the handler: it ends as it
+        # would have, at once.
+        signal.signal(_SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), _SIGTERM)
+        return
+    if _sigterm_received:
+        return  # already unwinding: let the writing finish
+    _sigterm_received = True
+    print(
+        f"process {os.getpid()}: SIGTERM during training; stopping here and writing what "
+        f"was recorded, then ending by SIGTERM",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise Terminated(128 + signum)
+
+
+def _end_by_sigterm() -> None:
+    """At exit after a SIGTERM (:func:`end_cleanly_on_sigterm`): the :func:`before_abort`
+    callbacks (records left open are closed), then the signal again, by its default
+    action: the process's parent sees it end as the sender meant."""
+    if not _sigterm_received:
+        return
+    with _lock:
+        callbacks = list(_before)
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("%r before ending on SIGTERM failed", callback)
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    signal.signal(_SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), _SIGTERM)
+    os._exit(128 + _SIGTERM)  # (the signal blocked in this thread: end as it would have)

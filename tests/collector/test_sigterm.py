@@ -1,0 +1,133 @@
+"""A SIGTERM during training (a scheduler's time limit, a preemption) stops it, writes what
+was recorded, and ends the process by SIGTERM: ``rankscribe.ranks.exits.end_cleanly_on_sigterm``,
+which the collector sets for its training runs (its own tests: tests/ranks/test_exits.py).
+
+Without it the process died at once, with its kept step times (up to a second of steps)
+and its open files unwritten: a real 2-rank ``mpiexec`` digits job sent SIGTERM had its
+summaries end about 600 steps before its last checkpoint. The program runs in a child
+process here: the signal, and the end by it, are the process's.
+"""
+
+from __future__ import annotations
+
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from rankscribe.writer import events
+
+# Training of quick steps; the step that prints "ready" is no collected step, so what the
+# collector kept of it and of the steps before (since the collected step 300) is in memory
+# when the signal comes.
+TRAINING = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    from rankscribe.collector import (
+        ArrayDataset, ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop,
+    )
+
+    network = ArrayNetwork({"w": np.zeros(4)}, name="Tiny")
+    optimizer = ArrayOptimizer(network, learning_rate=0.1)
+    data = ArrayDataset(np.arange(4000.0), np.zeros(4000), batch_size=1, path="tiny")
+    calls = [0]
+
+    def step(batch):
+        calls[0] += 1
+        if calls[0] == READY_AT:
+            print("ready", flush=True)
+        time.sleep(0.001)
+        return np.float32(0.5)
+
+    collector = SummaryCollector(
+        sys.argv[1], collect_freq=50, collect_specified_data={"collect_landscape": None}
+    )
+    try:
+        TrainLoop(step, network=network, optimizer=optimizer).train(
+            100, data, callbacks=[collector]
+        )
+    finally:
+        print("unwound", flush=True)
+    """
+)
+READY_AT = 320
+
+
+def run_until_ready(script: str, *arguments: str) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line == "ready\n", (line, child.stderr.read() if child.stderr else "")
+    return child
+
+
+def last_step(directory: Path, tag: str) -> int:
+    steps = [
+        event.step
+        for event in events.load_dir(str(directory))
+        for value in event.values
+        if value.tag == tag and event.step is not None
+    ]
+    return max(steps, default=-1)
+
+
+def test_a_sigterm_during_training_writes_every_step_then_ends_the_process_by_it(
+    tmp_path: Path,
+) -> None:
+    child = run_until_ready(TRAINING.replace("READY_AT", str(READY_AT)), str(tmp_path))
+    child.send_signal(signal.SIGTERM)
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr  # ended by the signal, as sent
+    assert "unwound" in stdout  # the program's finally block ran
+    assert "SIGTERM during training; stopping here and writing what was recorded" in stderr
+    assert "Traceback" not in stderr
+    # Every step that ended before the signal is on disk (the step it stopped never ended),
+    # and the file was closed (made read-only).
+    assert last_step(tmp_path, "rankscribe/step_time") >= READY_AT - 1
+    [summary] = tmp_path.glob("*_MS")
+    assert stat.S_IMODE(summary.stat().st_mode) & 0o222 == 0
+
+
+def test_sigterm_is_the_default_again_once_training_ended(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import signal, sys
+        import numpy as np
+        from rankscribe.collector import (
+            ArrayDataset, ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop,
+        )
+
+        network = ArrayNetwork({"w": np.zeros(4)}, name="Tiny")
+        seen = []
+
+        def step(batch):
+            seen.append(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+            return np.float32(0.5)
+
+        collector = SummaryCollector(
+            sys.argv[1], collect_specified_data={"collect_landscape": None}
+        )
+        TrainLoop(step, network=network, optimizer=ArrayOptimizer(network)).train(
+            1,
+            ArrayDataset(np.arange(4.0), np.zeros(4), batch_size=1, path="tiny"),
+            callbacks=[collector],
+        )
+        print(seen, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == "[False, False, False, False] True"
