@@ -212,12 +212,14 @@ def _on_sigterm(signum: int, frame: object) -> None:
     if _sigterm_received:
         return  # already unwinding: let the writing finish
     _sigterm_received = True
-    print(
-        f"process {os.getpid()}: SIGTERM during training; stopping here and writing what "
-        f"was recorded, then ending by SIGTERM",
-        file=sys.stderr,
-        flush=True,
-    )
+    # Straight to the descriptor: the signal may have come inside a write to sys.stderr,
+    # whose buffer a second write from here would find busy (a RuntimeError, not this).
+    with suppress(OSError):
+        os.write(
+            2,
+            f"process {os.getpid()}: SIGTERM during training; stopping here and writing "
+            f"what was recorded, then ending by SIGTERM\n".encode(),
+        )
     raise Terminated(128 + signum)
 
 
