@@ -172,21 +172,6 @@ def test_a_failed_fsync_keeps_the_old_file_and_leaves_no_temporary(
     assert os.listdir(tmp_path) == ["index.json"]
 
 
-def test_a_full_disk_names_the_file_it_could_not_write(tmp_path) -> None:
-    # A write's ENOSPC names no file: a merge on a full disk said only "[Errno 28] No
-    # space left on device".
-    target = tmp_path / "events.out.events.summary.1.job_MS"
-
-    def full(handle: object, chunk: bytes | memoryview) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    with pytest.raises(OSError) as raised:
-        files.atomic_write(target, [b"data"], write=full)
-    assert raised.value.errno == errno.ENOSPC
-    assert str(raised.value) == f"[Errno 28] No space left on device: '{target}'"
-    assert os.listdir(tmp_path) == []
-
-
 # ------------------------------------------------------------- reading what others may plant
 
 

@@ -8,6 +8,7 @@ appended file follows SummaryRecord's rules (created exclusively, 0600 while wri
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -65,6 +66,25 @@ def two_columns() -> ScalarSteps:
             ("loss/max", np.array([1, 300]), np.array([2.0, float("nan")])),
         ]
     )
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A write's or fsync's ENOSPC names no file: a merge on a full disk said only
+    # "[Errno 28] No space left on device".
+    def full(descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    records = EventRecords("mindinsight")
+    records.add_version(WALL_TIME)
+    target = tmp_path / "events.out.events.summary.1.job_MS"
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as raised:
+        write_event_file(target, records)
+    assert raised.value.errno == errno.ENOSPC
+    assert str(raised.value) == f"[Errno 28] No space left on device: '{target}'"
+    assert os.listdir(tmp_path) == []
 
 
 # ------------------------------------------------------------------ scalars by step

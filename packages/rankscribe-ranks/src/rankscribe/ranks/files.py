@@ -216,9 +216,7 @@ def atomic_write(
     given ``mode`` and renamed over ``path``, and the directory is fsynced so
     the rename survives a power loss. ``os.replace`` replaces a symbolic link
     at ``path`` itself, never its target. On any error the temporary file is
-    removed and the error re-raised: ``path`` keeps its old content. An ``OSError``
-    that names no file (a write or fsync failing: a full disk) names ``path``, so that
-    its message says which file could not be written.
+    removed and the error re-raised: ``path`` keeps its old content.
 
     ``write(handle, chunk)`` replaces ``handle.write`` (crash tests stop a
     write part-way through with it). ``drop_cache``: once fsynced, the file's pages
@@ -242,11 +240,9 @@ def atomic_write(
                 drop_cached_pages(handle.fileno())
         os.chmod(temporary, mode)
         os.replace(temporary, target)
-    except BaseException as error:
+    except BaseException:
         with suppress(OSError):
             os.unlink(temporary)
-        if isinstance(error, OSError) and error.filename is None:
-            error.filename = target
         raise
     fsync_directory(directory)
     return target

@@ -311,7 +311,9 @@ def write_event_file(
     A reader sees the old file or the new one, never half of one; a link planted at
     the name or at the temporary name is never followed (``files.atomic_write``).
     The file is 0400 when ``final`` (0600 for one the next call rewrites), 0440/0640
-    group-readable (``files.file_mode``).
+    group-readable (``files.file_mode``). An ``OSError`` that names no file (a write or
+    an fsync failing: a full disk) names ``path``: a merge on a full disk said only
+    "[Errno 28] No space left on device".
     """
     target = check_path("path", path, owner="write_event_file")
     if not isinstance(records, EventRecords):
@@ -320,7 +322,12 @@ def write_event_file(
             f"got {type(records).__name__}."
         )
     # One write: the records are whole in memory already.
-    return atomic_write(target, [records._framed()], mode=file_mode(final, group_readable))
+    try:
+        return atomic_write(target, [records._framed()], mode=file_mode(final, group_readable))
+    except OSError as error:
+        if error.filename is None:
+            error.filename = str(target)
+        raise
 
 
 class EventFileAppender:
