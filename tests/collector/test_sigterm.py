@@ -15,9 +15,13 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+from rankscribe.ranks.exits import TERMINATED_MARK_PREFIX
 from rankscribe.writer import events
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Training of quick steps; the step that prints "ready" is no collected step, so what the
 # collector kept of it and of the steps before (since the collected step 300) is in memory
@@ -131,3 +135,72 @@ def test_sigterm_is_the_default_again_once_training_ended(tmp_path: Path) -> Non
         check=True,
     )
     assert result.stdout.strip() == "[False, False, False, False] True"
+
+
+# Rank 0 of a job of 2 in one process (its collectives answered by a stand-in); rank 1's
+# mark, that it wrote what it held, is made by the test once the job's directory exists.
+RANK_ZERO_OF_TWO = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    from rankscribe.collector import (
+        ArrayDataset, ArrayNetwork, ArrayOptimizer, SummaryCollector, TrainLoop,
+    )
+    from rankscribe.ranks import RankInfo
+    from tests.collector.coordinators import RankZeroAlone
+
+    info = RankInfo(
+        rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi"
+    )
+    network = ArrayNetwork({"w": np.zeros(4)}, name="Tiny")
+    calls = [0]
+    collector = SummaryCollector(
+        sys.argv[1],
+        collect_specified_data={"collect_landscape": None},
+        rank_info=info,
+        coordinator=RankZeroAlone(info),
+        merge_timeout=5,
+    )
+
+    def step(batch):
+        calls[0] += 1
+        if calls[0] == 50:
+            print("ready", flush=True)
+            print(collector.summary_dir, flush=True)
+        time.sleep(0.001)
+        return np.float32(0.5)
+
+    TrainLoop(step, network=network, optimizer=ArrayOptimizer(network)).train(
+        100,
+        ArrayDataset(np.arange(400.0), np.zeros(400), batch_size=1, path="tiny"),
+        callbacks=[collector],
+    )
+    """
+)
+
+
+def test_a_rank_of_several_marks_its_end_and_goes_once_the_others_marked_theirs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / f"{TERMINATED_MARK_PREFIX}0").touch()  # a run's stopped on SIGTERM
+    child = subprocess.Popen(
+        [sys.executable, "-c", RANK_ZERO_OF_TWO, str(tmp_path / "job")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "ready\n", child.communicate(timeout=60)
+    job = Path(child.stdout.readline().strip())
+    assert job == tmp_path / "job"
+    assert not (job / f"{TERMINATED_MARK_PREFIX}0").exists()  # an earlier run's, removed
+    (job / f"{TERMINATED_MARK_PREFIX}1").touch()  # rank 1 wrote what it held
+    started = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert (job / f"{TERMINATED_MARK_PREFIX}0").is_file()  # rank 0 said it did too
+    assert "did not say the same" not in stderr
+    assert time.monotonic() - started < 8.0  # not the whole wait for a mark that came

@@ -199,6 +199,40 @@ def scenario_raise(out: Path) -> dict[str, Any]:
     return {}
 
 
+#: The step at which every rank of the ``sigterm`` scenario is sent SIGTERM.
+SIGTERM_STEP = 40
+
+
+def scenario_sigterm(out: Path) -> dict[str, Any]:
+    """Every rank is sent SIGTERM at SIGTERM_STEP, after the step's collective, as a
+    scheduler signals every rank at its time limit; the steps are quick, so each rank
+    holds steps it has not written yet."""
+    import signal
+
+    from mpi4py import MPI  # (the collector's coordinator loaded MPI)
+
+    info = detect()
+    network, optimizer, shard = make_run(info.world_size, info.rank)
+    steps = [0]
+
+    def step(batch: Any) -> float:
+        steps[0] += 1
+        loss = float(MPI.COMM_WORLD.allreduce(1.0))
+        if steps[0] == SIGTERM_STEP:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return loss
+
+    collector = SummaryCollector(
+        out / "summary",
+        collect_freq=COLLECT_FREQ,
+        collect_specified_data={"collect_landscape": None},
+    )
+    TrainLoop(step, network=network, optimizer=optimizer).train(
+        EPOCHS, shard, callbacks=[collector]
+    )
+    return {}
+
+
 def main() -> None:
     scenario, out = sys.argv[1], Path(sys.argv[2])
     info = detect()

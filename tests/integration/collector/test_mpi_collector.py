@@ -180,3 +180,31 @@ def test_a_rank_that_raises_ends_the_job_with_its_steps_on_disk(mpi: Any, tmp_pa
     assert verdicts["job/stopped_first_rank"] == RANKS - 1
     assert verdicts["job/stopped_first_evidence"] == "exception"
     assert verdicts["job/stopped_first_exception"] == "RuntimeError"
+
+
+SIGTERM_STEP = 40  # collector_scenarios.SIGTERM_STEP
+
+
+def test_a_job_whose_ranks_are_sent_sigterm_writes_every_step_and_ends_by_it(
+    mpi: Any, tmp_path: Path
+) -> None:
+    """Plain ``python``, every rank sent SIGTERM at one step (a scheduler's time limit).
+    Before, each died at once: its kept steps unwritten, its files left open."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = [sys.executable, str(SCENARIOS), "sigterm", str(out)]
+    run = mpi.run(RANKS, *script, cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode != 0, run.output
+    assert run.seconds < ENDS_WITHIN, run.output
+    assert run.output.count("SIGTERM during training; stopping here") == RANKS, run.output
+    assert "Training stopped (Terminated) before the job's lineage was merged" in run.output
+    assert "Traceback" not in run.output and "did not say the same" not in run.output
+    for rank in range(RANKS):
+        directory = out / "summary" / f"rank_{rank}"
+        # Every step that ended is on disk (the one the signal stopped never ended), and
+        # the files were closed (made read-only), on every rank.
+        assert max(steps_of(directory, "scalar", "rankscribe/step_time")) == SIGTERM_STEP - 1
+        for path in directory.glob("events.out.*"):
+            assert path.stat().st_mode & 0o222 == 0, path
+    merged = merge_run_dir(out / "summary").lineage.section("user_defined")
+    assert merged["ranks_reported"] == RANKS

@@ -33,6 +33,7 @@ import logging
 import math
 import operator
 import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -74,7 +75,13 @@ from rankscribe.collector.run._run import CollectorRun
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
-from rankscribe.ranks.exits import end_cleanly_on_sigterm
+from rankscribe.ranks.exits import (
+    before_abort,
+    end_cleanly_on_sigterm,
+    forget_terminated_mark,
+    mark_terminated_and_wait,
+    sigterm_received,
+)
 from rankscribe.writer import SummaryRecord
 from rankscribe.writer.operators import (
     discard_dropped,
@@ -424,6 +431,37 @@ class SummaryCollector(Callback):
         if release is not None:
             release()
 
+    def _end_terminated(self) -> None:
+        """The process ends by the SIGTERM that stopped this collector's training: its run
+        closed (where the exception did not pass through the collector, as in a
+        framework's loop), then, in a job of several ranks, the others waited for
+        (``rankscribe.ranks.exits.mark_terminated_and_wait``), so that none is killed
+        before it wrote what it held."""
+        _terminable.discard(self)
+        try:
+            self._close()
+        except Exception:
+            logger.exception("Closing the run stopped by SIGTERM failed")
+        info = self._run.info
+        if info is None or info.world_size <= 1:
+            return
+        try:
+            missing = mark_terminated_and_wait(self._run.summary_dir, info.rank, info.world_size)
+        except OSError as error:
+            logger.warning(
+                "Rank %d cannot say in the job's directory that it stopped: %s", info.rank, error
+            )
+            return
+        if missing:
+            logger.warning(
+                "Rank %d stopped on SIGTERM and wrote what it held; rank(s) %s did not say "
+                "the same in %s in time (not sent SIGTERM, or on a node that does not share "
+                "the directory): ending now.",
+                info.rank,
+                ", ".join(map(str, missing)),
+                self._run.summary_dir,
+            )
+
     def _write_kept(self) -> None:
         """Write what the series keeps (step times, timings, collected steps' losses)
         before the record closes: training that stopped on an exception never reached
@@ -493,6 +531,9 @@ class SummaryCollector(Callback):
             self._training = True
             self._release_sigterm()
             self._sigterm_release = end_cleanly_on_sigterm()
+            _terminable.add(self)
+            if run.info.world_size > 1:
+                forget_terminated_mark(run.summary_dir, run.info.rank)
             keep_next(None)  # an earlier run's last word on its next step
             # A subclass's own step_begin or step_end (or one set on this collector) is
             # called at every step: no step is left to the loop to log.
@@ -767,6 +808,7 @@ class SummaryCollector(Callback):
                 self._close()
             if params.mode == "train":
                 self._release_sigterm()
+                _terminable.discard(self)
 
     # ------------------------------------------------------------------- helpers
 
@@ -1215,3 +1257,20 @@ class SummaryCollector(Callback):
         if merger is not None and directory is not None:
             merger.verdict_notes = self._timings.gradient_parameters
             self._live.merge(merger, directory, self._series.series)
+
+
+#: Collectors whose training began and did not end: a SIGTERM that stopped it ends the
+#: process once each is closed and its job's other ranks wrote what they held.
+_terminable: weakref.WeakSet[SummaryCollector] = weakref.WeakSet()
+
+
+def _end_terminated_runs() -> None:
+    """Before the process ends by SIGTERM (``rankscribe.ranks.exits``; after the writer
+    closed every record left open): each collector stopped by it (nothing at an abort)."""
+    if not sigterm_received():
+        return
+    for collector in list(_terminable):
+        collector._end_terminated()
+
+
+before_abort(_end_terminated_runs)

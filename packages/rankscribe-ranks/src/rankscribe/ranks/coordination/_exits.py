@@ -40,21 +40,28 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
+from rankscribe.ranks._args import check_path, check_rank, check_timeout, check_world_size
 from rankscribe.ranks.errors import RanksValueError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "ABORT_ENV",
+    "TERMINATED_MARK_PREFIX",
+    "TERMINATED_WAIT_SECONDS",
     "Terminated",
     "abort_if_uncaught",
     "abort_on_uncaught_exception",
     "before_abort",
     "end_cleanly_on_sigterm",
+    "forget_terminated_mark",
+    "mark_terminated_and_wait",
+    "sigterm_received",
 ]
 
 #: ``0`` leaves MPI to finalise after an uncaught exception (the job then waits for the
@@ -201,6 +208,13 @@ def _nothing() -> None:
     """What :func:`end_cleanly_on_sigterm` returns where it changed nothing."""
 
 
+def sigterm_received() -> bool:
+    """Whether a SIGTERM stopped training in this process (:func:`end_cleanly_on_sigterm`):
+    a :func:`before_abort` callback runs at an abort and at the end by SIGTERM alike, and
+    tells them apart by it."""
+    return _sigterm_received
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     global _sigterm_received  # noqa: PLW0603
     if os.getpid() != _sigterm_pid:
@@ -242,3 +256,62 @@ def _end_by_sigterm() -> None:
     signal.signal(_SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), _SIGTERM)
     os._exit(128 + _SIGTERM)  # (the signal blocked in this thread: end as it would have)
+
+
+#: A rank's mark: ``<job dir>/.rankscribe-terminated-<rank>``.
+TERMINATED_MARK_PREFIX = ".rankscribe-terminated-"
+#: How long a rank ended by SIGTERM waits for the others' marks: within the grace that
+#: schedulers give between SIGTERM and SIGKILL (SLURM's KillWait, Kubernetes and torchrun:
+#: 30 s by default), with the time to write what the rank held before it.
+TERMINATED_WAIT_SECONDS = 10.0
+_POLL_SECONDS = 0.02
+
+
+def _mark(job_dir: str | os.PathLike[str], rank: int) -> str:
+    return os.path.join(job_dir, f"{TERMINATED_MARK_PREFIX}{rank}")
+
+
+def forget_terminated_mark(job_dir: str | os.PathLike[str], rank: int) -> None:
+    """Remove ``rank``'s mark (:func:`mark_terminated_and_wait`) of an earlier run in
+    ``job_dir``, if any (a link: the link itself)."""
+    directory = check_path("job_dir", job_dir)
+    number = check_rank("rank", rank, 2**31)
+    with suppress(FileNotFoundError):
+        os.unlink(_mark(directory, number))
+
+
+def mark_terminated_and_wait(
+    job_dir: str | os.PathLike[str],
+    rank: int,
+    world_size: int,
+    *,
+    timeout: float = TERMINATED_WAIT_SECONDS,
+) -> list[int]:
+    """Mark ``rank``'s files closed in ``job_dir``, then wait until every one of the
+    ``world_size`` ranks has, at most ``timeout`` seconds; returns the ranks whose marks
+    never came (none: every rank wrote what it held).
+
+    Ranks sent SIGTERM together end together, each once its files are closed: ``mpiexec``
+    kills a job's other ranks (SIGKILL) as soon as one ends on a signal, and the first
+    rank done cut the others' writing short (a real 2-rank job left a rank's lineage file
+    open in about one run of three). The collector calls it at its end by SIGTERM in a job
+    of several ranks. A mark is ``<job dir>/.rankscribe-terminated-<rank>``, made without
+    following a link; the others' are only looked for (``os.path.lexists``), never opened.
+    A rank not sent SIGTERM never marks, and ranks that do not share the job's directory
+    (nodes without a shared file system) never see each other's: the others then wait
+    the whole bound."""
+    directory = check_path("job_dir", job_dir)
+    size = check_world_size("world_size", world_size)
+    number = check_rank("rank", rank, size)
+    seconds = check_timeout("timeout", timeout)
+    # (Non-blocking: a FIFO planted at the name fails at once instead of waiting for a reader.)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(_mark(directory, number), flags, 0o600)
+    os.close(descriptor)
+    deadline = time.monotonic() + seconds
+    waiting = [other for other in range(size) if other != number]
+    while True:
+        waiting = [other for other in waiting if not os.path.lexists(_mark(directory, other))]
+        if not waiting or time.monotonic() >= deadline:
+            return waiting
+        time.sleep(_POLL_SECONDS)
