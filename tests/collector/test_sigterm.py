@@ -204,3 +204,55 @@ def test_a_rank_of_several_marks_its_end_and_goes_once_the_others_marked_theirs(
     assert (job / f"{TERMINATED_MARK_PREFIX}0").is_file()  # rank 0 said it did too
     assert "did not say the same" not in stderr
     assert time.monotonic() - started < 8.0  # not the whole wait for a mark that came
+
+
+# Two jobs in one process, each as rank 0 of 2: the first stopped by an exception the
+# script catches, the second sent SIGTERM.
+FIRST_JOB_FAILS = textwrap.dedent(
+    """
+    def failing(batch):
+        raise RuntimeError("the first job fails")
+
+    first = SummaryCollector(
+        sys.argv[2],
+        collect_specified_data={"collect_landscape": None},
+        rank_info=info,
+        coordinator=RankZeroAlone(info),
+        merge_timeout=5,
+    )
+    try:
+        TrainLoop(failing, network=network, optimizer=ArrayOptimizer(network)).train(
+            1,
+            ArrayDataset(np.arange(4.0), np.zeros(4), batch_size=1, path="tiny"),
+            callbacks=[first],
+        )
+    except RuntimeError:
+        pass
+    """
+)
+SECOND_JOB = "TrainLoop(step, network=network, optimizer=ArrayOptimizer(network)).train("
+assert RANK_ZERO_OF_TWO.count(SECOND_JOB) == 1
+TWO_JOBS = RANK_ZERO_OF_TWO.replace(SECOND_JOB, FIRST_JOB_FAILS + SECOND_JOB)
+
+
+def test_a_sigterm_ends_only_the_run_it_stopped(tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", TWO_JOBS, str(tmp_path / "second"), str(tmp_path / "first")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "ready\n", child.communicate(timeout=60)
+    job = Path(child.stdout.readline().strip())
+    (job / f"{TERMINATED_MARK_PREFIX}1").touch()
+    started = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert (job / f"{TERMINATED_MARK_PREFIX}0").is_file()
+    # The first job, which an exception stopped, is neither marked nor waited for.
+    assert not (tmp_path / "first" / f"{TERMINATED_MARK_PREFIX}0").exists()
+    assert "did not say the same" not in stderr
+    assert time.monotonic() - started < 8.0

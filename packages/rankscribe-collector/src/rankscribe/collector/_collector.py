@@ -76,6 +76,7 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.ranks.exits import (
+    Terminated,
     before_abort,
     end_cleanly_on_sigterm,
     forget_terminated_mark,
@@ -383,6 +384,8 @@ class SummaryCollector(Callback):
         ``rankscribe-lineage merge`` makes the job's lineage from them.
         """
         self._training = False
+        if exc_type is not None and not issubclass(exc_type, Terminated):
+            _terminable.discard(self)  # a SIGTERM later (another run's) is not this run's
         info = self._run.info
         if info is None or info.world_size <= 1:
             return
@@ -533,7 +536,10 @@ class SummaryCollector(Callback):
             self._sigterm_release = end_cleanly_on_sigterm()
             _terminable.add(self)
             if run.info.world_size > 1:
-                forget_terminated_mark(run.summary_dir, run.info.rank)
+                try:
+                    forget_terminated_mark(run.summary_dir, run.info.rank)
+                except OSError as error:  # (a directory planted at the name)
+                    logger.warning("An earlier run's SIGTERM mark stays: %s", error)
             keep_next(None)  # an earlier run's last word on its next step
             # A subclass's own step_begin or step_end (or one set on this collector) is
             # called at every step: no step is left to the loop to log.
