@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rankscribe.ranks.exits import TERMINATED_MARK_PREFIX
 from rankscribe.writer import events
+from tests._support.children import start_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,19 +61,6 @@ TRAINING = textwrap.dedent(
 READY_AT = 320
 
 
-def run_until_ready(script: str, *arguments: str) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line == "ready\n", (line, child.stderr.read() if child.stderr else "")
-    return child
-
-
 def last_step(directory: Path, tag: str) -> int:
     steps = [
         event.step
@@ -86,7 +74,7 @@ def last_step(directory: Path, tag: str) -> int:
 def test_a_sigterm_during_training_writes_every_step_then_ends_the_process_by_it(
     tmp_path: Path,
 ) -> None:
-    child = run_until_ready(TRAINING.replace("READY_AT", str(READY_AT)), str(tmp_path))
+    child = start_until_ready(TRAINING.replace("READY_AT", str(READY_AT)), str(tmp_path))
     child.send_signal(signal.SIGTERM)
     stdout, stderr = child.communicate(timeout=60)
     assert child.returncode == -signal.SIGTERM, stderr  # ended by the signal, as sent
@@ -179,21 +167,19 @@ RANK_ZERO_OF_TWO = textwrap.dedent(
 )
 
 
+def start_rank_zero(script: str, *arguments: str) -> tuple[subprocess.Popen[str], Path]:
+    """The child rank 0, ready, and its job's directory (its next line)."""
+    child = start_until_ready(script, *arguments, cwd=ROOT)
+    assert child.stdout is not None
+    return child, Path(child.stdout.readline().strip())
+
+
 def test_a_rank_of_several_marks_its_end_and_goes_once_the_others_marked_theirs(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "job").mkdir()
     (tmp_path / "job" / f"{TERMINATED_MARK_PREFIX}0").touch()  # a run's stopped on SIGTERM
-    child = subprocess.Popen(
-        [sys.executable, "-c", RANK_ZERO_OF_TWO, str(tmp_path / "job")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "ready\n", child.communicate(timeout=60)
-    job = Path(child.stdout.readline().strip())
+    child, job = start_rank_zero(RANK_ZERO_OF_TWO, str(tmp_path / "job"))
     assert job == tmp_path / "job"
     assert not (job / f"{TERMINATED_MARK_PREFIX}0").exists()  # an earlier run's, removed
     (job / f"{TERMINATED_MARK_PREFIX}1").touch()  # rank 1 wrote what it held
@@ -236,16 +222,7 @@ TWO_JOBS = RANK_ZERO_OF_TWO.replace(SECOND_JOB, FIRST_JOB_FAILS + SECOND_JOB)
 
 
 def test_a_sigterm_ends_only_the_run_it_stopped(tmp_path: Path) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", TWO_JOBS, str(tmp_path / "second"), str(tmp_path / "first")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "ready\n", child.communicate(timeout=60)
-    job = Path(child.stdout.readline().strip())
+    child, job = start_rank_zero(TWO_JOBS, str(tmp_path / "second"), str(tmp_path / "first"))
     (job / f"{TERMINATED_MARK_PREFIX}1").touch()
     started = time.monotonic()
     child.send_signal(signal.SIGTERM)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import logging
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -29,6 +28,7 @@ from rankscribe.ranks.exits import (
     before_abort,
     end_cleanly_on_sigterm,
 )
+from tests._support.children import start_until_ready
 
 
 class World:
@@ -168,19 +168,6 @@ def test_the_abort_setting_0_installs_no_exit_handler(
 # The signal and the end by it are the process's: the program runs in a child process.
 
 
-def run_until_ready(script: str, *arguments: str) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line == "ready\n", (line, child.stderr.read() if child.stderr else "")
-    return child
-
-
 EXITS = textwrap.dedent(
     """
     import sys, time
@@ -207,7 +194,7 @@ EXITS = textwrap.dedent(
 def test_the_program_unwinds_and_the_exit_callbacks_run_before_the_signal_ends_it(
     tmp_path: Path,
 ) -> None:
-    child = run_until_ready(EXITS, str(tmp_path), "0")
+    child = start_until_ready(EXITS, str(tmp_path), "0")
     child.send_signal(signal.SIGTERM)
     _, stderr = child.communicate(timeout=60)
     assert child.returncode == -signal.SIGTERM, stderr
@@ -219,7 +206,7 @@ def test_the_program_unwinds_and_the_exit_callbacks_run_before_the_signal_ends_i
 def test_a_second_sigterm_while_the_program_unwinds_does_not_cut_its_writing_short(
     tmp_path: Path,
 ) -> None:
-    child = run_until_ready(EXITS, str(tmp_path), "1.0")
+    child = start_until_ready(EXITS, str(tmp_path), "1.0")
     child.send_signal(signal.SIGTERM)
     assert child.stdout is not None
     assert child.stdout.readline() == "unwinding\n"
@@ -233,7 +220,7 @@ def test_a_second_sigterm_while_the_program_unwinds_does_not_cut_its_writing_sho
 def test_without_the_collector_a_sigterm_still_ends_the_process_at_once(tmp_path: Path) -> None:
     # The same program, the handler never set: the default action, nothing unwinds.
     script = EXITS.replace("release = end_cleanly_on_sigterm()", "")
-    child = run_until_ready(script, str(tmp_path), "0")
+    child = start_until_ready(script, str(tmp_path), "0")
     child.send_signal(signal.SIGTERM)
     child.communicate(timeout=60)
     assert child.returncode == -signal.SIGTERM

@@ -188,6 +188,13 @@ def scenario_raise(out: Path) -> dict[str, Any]:
             raise RuntimeError(f"rank {info.rank} raises on purpose")
         return float(MPI.COMM_WORLD.allreduce(1.0))
 
+    return train_by(step, out, network, optimizer, shard)
+
+
+def train_by(
+    step: Any, out: Path, network: ArrayNetwork, optimizer: ArrayOptimizer, shard: ArrayDataset
+) -> dict[str, Any]:
+    """TrainLoop of ``step``, with the collector as a script sets it (no landscape)."""
     collector = SummaryCollector(
         out / "summary",
         collect_freq=COLLECT_FREQ,
@@ -222,15 +229,7 @@ def scenario_sigterm(out: Path) -> dict[str, Any]:
             os.kill(os.getpid(), signal.SIGTERM)
         return loss
 
-    collector = SummaryCollector(
-        out / "summary",
-        collect_freq=COLLECT_FREQ,
-        collect_specified_data={"collect_landscape": None},
-    )
-    TrainLoop(step, network=network, optimizer=optimizer).train(
-        EPOCHS, shard, callbacks=[collector]
-    )
-    return {}
+    return train_by(step, out, network, optimizer, shard)
 
 
 def main() -> None:

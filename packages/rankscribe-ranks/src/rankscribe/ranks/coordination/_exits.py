@@ -120,6 +120,18 @@ def _uncaught() -> BaseException | None:
     return error if isinstance(error, BaseException) else None
 
 
+def _run_before_abort(what: str) -> None:
+    """The :func:`before_abort` callbacks, in order; one that fails is logged (``what``:
+    what comes after them) and the next runs."""
+    with _lock:
+        callbacks = list(_before)
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("%r before %s failed", callback, what)
+
+
 def abort_if_uncaught(mpi: Any) -> bool:
     """Abort the job if the program is ending on an uncaught exception other than
     ``KeyboardInterrupt`` and MPI still runs; first run the :func:`before_abort` callbacks.
@@ -129,13 +141,7 @@ def abort_if_uncaught(mpi: Any) -> bool:
     error = _uncaught()
     if error is None or isinstance(error, KeyboardInterrupt) or mpi.Is_finalized():
         return False
-    with _lock:
-        callbacks = list(_before)
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:
-            logger.exception("%r before aborting the job failed", callback)
+    _run_before_abort("aborting the job")
     comm = mpi.COMM_WORLD
     print(
         f"rank {comm.Get_rank()} of {comm.Get_size()}: the program ended on an uncaught "
@@ -243,13 +249,7 @@ def _end_by_sigterm() -> None:
     action: the process's parent sees it end as the sender meant."""
     if not _sigterm_received:
         return
-    with _lock:
-        callbacks = list(_before)
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:
-            logger.exception("%r before ending on SIGTERM failed", callback)
+    _run_before_abort("ending on SIGTERM")
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):
             stream.flush()
