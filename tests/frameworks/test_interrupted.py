@@ -13,6 +13,7 @@ whose rank 1 never reports), so each runs in one process.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from rankscribe.collector import SummaryCollector
 from rankscribe.ranks import RankInfo
+from rankscribe.writer.events import load_dir
 from tests._support.launchers import clean_environment, run_bounded
 from tests.collector.coordinators import RankZeroAlone
 from tests.frameworks.checks import quiet_trainer
@@ -218,3 +220,54 @@ def test_rank_zero_of_a_transformers_job_whose_training_raised_says_how_to_merge
         "Training stopped (RuntimeError) before the job's lineage was merged: run "
         f"`rankscribe-lineage merge {job}` once every rank has stopped."
     ), printed
+
+
+#: The data loader's 201st sample (the 51st step's first: the sampler shuffles, so it is
+#: counted by calls) sends the process SIGTERM, as a scheduler's time limit would; one
+#: process (the integration's own collector).
+TRANSFORMERS_SIGTERM = (
+    TRANSFORMERS.replace("integration.SummaryCollector = RankZeroOfTwo\n", "")
+    .replace(
+        "class Samples(torch.utils.data.Dataset):",
+        "CALLS = []\n\n\nclass Samples(torch.utils.data.Dataset):",
+    )
+    .replace(
+        """        if index >= 8:
+            raise RuntimeError("the data ran out")
+""",
+        """        CALLS.append(index)
+        if len(CALLS) == 201:
+            import os, signal
+
+            os.kill(os.getpid(), signal.SIGTERM)
+""",
+    )
+    .replace("return 16", "return 4000")
+    .replace("max_steps=4", "max_steps=900")
+)
+
+
+def test_a_transformers_job_sent_sigterm_writes_its_steps_then_ends_by_it(tmp_path: Path) -> None:
+    """Transformers' callbacks hear nothing of the SIGTERM that stops ``Trainer.train``: the
+    collector's run is closed at the process's end, what it kept written, before the
+    writer closes its records (before, the kept steps were lost: "the scalars of 17
+    names were not recorded")."""
+    pytest.importorskip("transformers")
+    assert TRANSFORMERS_SIGTERM.count("CALLS") == 3
+    assert "integration.SummaryCollector" not in TRANSFORMERS_SIGTERM
+    job = tmp_path / "runs" / "hf"
+    code, printed = _run_script(tmp_path, TRANSFORMERS_SIGTERM, job, tmp_path / "out")
+    assert code == -signal.SIGTERM, printed
+    assert "SIGTERM during training" in printed
+    assert "were not recorded" not in printed
+    steps = [
+        event.step
+        for event in load_dir(job)
+        for value in event.values
+        if value.tag == "rankscribe/step_time" and event.step is not None
+    ]
+    # Every step that ended: 50, or 49 where the loader fetches a batch ahead (accelerate's
+    # loader, which the Trainer uses, does: the 51st step's first sample comes in the 50th).
+    assert max(steps) in (49, 50)
+    [summary] = job.glob("*_MS")
+    assert summary.stat().st_mode & 0o222 == 0  # closed

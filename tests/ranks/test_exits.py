@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rankscribe.ranks.errors import RanksValueError
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
 from rankscribe.ranks.exits import (
     ABORT_ENV,
     abort_if_uncaught,
@@ -138,6 +138,30 @@ def test_a_callback_given_twice_runs_once_and_is_forgotten_when_asked(
     forget()
     abort_if_uncaught(mpi)
     assert mpi.calls.count("close") == 1
+
+
+def test_callbacks_given_first_run_before_the_others_in_the_order_given(
+    mpi: Mpi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ending_on(monkeypatch, RuntimeError("data error"))
+    ran: list[str] = []
+    forget = [
+        before_abort(lambda: ran.append("closes the records")),
+        before_abort(lambda: ran.append("writes into them"), first=True),
+        before_abort(lambda: ran.append("waits for the others")),
+        before_abort(lambda: ran.append("writes too"), first=True),
+    ]
+    try:
+        assert abort_if_uncaught(mpi)
+    finally:
+        for undo in forget:
+            undo()
+    assert ran == ["writes into them", "writes too", "closes the records", "waits for the others"]
+
+
+def test_before_abort_refuses_a_first_that_is_not_a_bool() -> None:
+    with pytest.raises(RanksTypeError, match="first must be a bool, got str"):
+        before_abort(print, first="yes")  # type: ignore[arg-type]
 
 
 def test_before_abort_refuses_what_it_cannot_call() -> None:

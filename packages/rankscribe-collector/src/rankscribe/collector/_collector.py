@@ -29,6 +29,7 @@ job's directory, with the job view from every rank's series (``docs/job-view.md`
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import operator
@@ -76,7 +77,6 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.ranks.exits import (
-    Terminated,
     before_abort,
     end_cleanly_on_sigterm,
     forget_terminated_mark,
@@ -384,8 +384,6 @@ class SummaryCollector(Callback):
         ``rankscribe-lineage merge`` makes the job's lineage from them.
         """
         self._training = False
-        if exc_type is not None and not issubclass(exc_type, Terminated):
-            _terminable.discard(self)  # a SIGTERM later (another run's) is not this run's
         info = self._run.info
         if info is None or info.world_size <= 1:
             return
@@ -428,42 +426,17 @@ class SummaryCollector(Callback):
         self._write_kept()
         self._run.close()
         self._release_sigterm()
+        if self in _unended:
+            _unended.discard(self)
+            info = self._run.info
+            if sigterm_received() and info is not None and info.world_size > 1:
+                # (A run a SIGTERM stopped: its ranks end together, _wait_for_peers.)
+                _stopped_by_sigterm.append((self._run.summary_dir, info.rank, info.world_size))
 
     def _release_sigterm(self) -> None:
         release, self._sigterm_release = self._sigterm_release, None
         if release is not None:
             release()
-
-    def _end_terminated(self) -> None:
-        """The process ends by the SIGTERM that stopped this collector's training: its run
-        closed (where the exception did not pass through the collector, as in a
-        framework's loop), then, in a job of several ranks, the others waited for
-        (``rankscribe.ranks.exits.mark_terminated_and_wait``), so that none is killed
-        before it wrote what it held."""
-        _terminable.discard(self)
-        try:
-            self._close()
-        except Exception:
-            logger.exception("Closing the run stopped by SIGTERM failed")
-        info = self._run.info
-        if info is None or info.world_size <= 1:
-            return
-        try:
-            missing = mark_terminated_and_wait(self._run.summary_dir, info.rank, info.world_size)
-        except OSError as error:
-            logger.warning(
-                "Rank %d cannot say in the job's directory that it stopped: %s", info.rank, error
-            )
-            return
-        if missing:
-            logger.warning(
-                "Rank %d stopped on SIGTERM and wrote what it held; rank(s) %s did not say "
-                "the same in %s in time (not sent SIGTERM, or on a node that does not share "
-                "the directory): ending now.",
-                info.rank,
-                ", ".join(map(str, missing)),
-                self._run.summary_dir,
-            )
 
     def _write_kept(self) -> None:
         """Write what the series keeps (step times, timings, collected steps' losses)
@@ -534,7 +507,7 @@ class SummaryCollector(Callback):
             self._training = True
             self._release_sigterm()
             self._sigterm_release = end_cleanly_on_sigterm()
-            _terminable.add(self)
+            _unended.add(self)
             if run.info.world_size > 1:
                 try:
                     forget_terminated_mark(run.summary_dir, run.info.rank)
@@ -814,7 +787,7 @@ class SummaryCollector(Callback):
                 self._close()
             if params.mode == "train":
                 self._release_sigterm()
-                _terminable.discard(self)
+                _unended.discard(self)
 
     # ------------------------------------------------------------------- helpers
 
@@ -1265,18 +1238,49 @@ class SummaryCollector(Callback):
             self._live.merge(merger, directory, self._series.series)
 
 
-#: Collectors whose training began and did not end: a SIGTERM that stopped it ends the
-#: process once each is closed and its job's other ranks wrote what they held.
-_terminable: weakref.WeakSet[SummaryCollector] = weakref.WeakSet()
+#: Collectors whose training began and neither ended nor was closed.
+_unended: weakref.WeakSet[SummaryCollector] = weakref.WeakSet()
+#: (job directory, rank, world size) of each run of several ranks a SIGTERM stopped.
+_stopped_by_sigterm: list[tuple[str, int, int]] = []
 
 
-def _end_terminated_runs() -> None:
-    """Before the process ends by SIGTERM (``rankscribe.ranks.exits``; after the writer
-    closed every record left open): each collector stopped by it (nothing at an abort)."""
+@atexit.register
+def _close_unended_runs() -> None:
+    """Close each training run left open (a framework's loop that raised, or that a SIGTERM
+    stopped, never tells the collector): what it kept (step times, timings, collected
+    steps' losses) is written before the writer closes the records, at exit (registered
+    after the writer's own exit handler, so it runs first) and before an abort or the end
+    by SIGTERM (``rankscribe.ranks.exits``, first of the callbacks)."""
+    for collector in list(_unended):
+        try:
+            collector._close()
+        except Exception:
+            logger.exception("Closing a training run left open failed")
+
+
+def _wait_for_peers() -> None:
+    """Before the process ends by SIGTERM (after the writer closed every record): in each
+    job of several ranks a SIGTERM stopped, this rank's files are closed; wait for the
+    other ranks' (``rankscribe.ranks.exits.mark_terminated_and_wait``), so that none is
+    killed before it wrote what it held."""
     if not sigterm_received():
         return
-    for collector in list(_terminable):
-        collector._end_terminated()
+    for job_dir, rank, world_size in _stopped_by_sigterm:
+        try:
+            missing = mark_terminated_and_wait(job_dir, rank, world_size)
+        except OSError as error:
+            logger.warning("Rank %d cannot say in %s that it stopped: %s", rank, job_dir, error)
+            continue
+        if missing:
+            logger.warning(
+                "Rank %d stopped on SIGTERM and wrote what it held; rank(s) %s did not say "
+                "the same in %s in time (not sent SIGTERM, or on a node that does not share "
+                "the directory): ending now.",
+                rank,
+                ", ".join(map(str, missing)),
+                job_dir,
+            )
 
 
-before_abort(_end_terminated_runs)
+before_abort(_close_unended_runs, first=True)
+before_abort(_wait_for_peers)

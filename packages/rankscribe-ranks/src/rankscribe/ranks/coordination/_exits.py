@@ -46,7 +46,7 @@ from contextlib import suppress
 from typing import Any
 
 from rankscribe.ranks._args import check_path, check_rank, check_timeout, check_world_size
-from rankscribe.ranks.errors import RanksValueError
+from rankscribe.ranks.errors import RanksTypeError, RanksValueError
 
 logger = logging.getLogger(__name__)
 
@@ -69,25 +69,35 @@ __all__ = [
 ABORT_ENV = "RANKSCRIBE_MPI_ABORT"
 
 _before: list[Callable[[], object]] = []
+_first: set[Callable[[], object]] = set()  # given with first=True: at the front, in order
 _lock = threading.Lock()
 _installed = False
 
 
-def before_abort(callback: Callable[[], object]) -> Callable[[], None]:
-    """Call ``callback`` (no arguments) before an abort of the job, in the order given, once
-    however often given; returns what forgets it again.
+def before_abort(callback: Callable[[], object], *, first: bool = False) -> Callable[[], None]:
+    """Call ``callback`` (no arguments) before an abort of the job (and before the end by
+    SIGTERM: :func:`end_cleanly_on_sigterm`), in the order given, once however often
+    given; returns what forgets it again. ``first``: before every callback given without
+    it (what writes into records before the writer closes them all).
 
     Its exception is logged and the next callback runs: the abort comes regardless."""
     if not callable(callback):
         raise RanksValueError(f"callback must be callable, got {type(callback).__name__}")
+    if not isinstance(first, bool):
+        raise RanksTypeError(f"first must be a bool, got {type(first).__name__}")
     with _lock:
         if callback not in _before:
-            _before.append(callback)
+            if first:
+                _before.insert(sum(1 for known in _before if known in _first), callback)
+                _first.add(callback)
+            else:
+                _before.append(callback)
 
     def forget() -> None:
         with _lock:
             if callback in _before:
                 _before.remove(callback)
+            _first.discard(callback)
 
     return forget
 
