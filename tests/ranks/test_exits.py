@@ -159,6 +159,32 @@ def test_callbacks_given_first_run_before_the_others_in_the_order_given(
     assert ran == ["writes into them", "writes too", "closes the records", "waits for the others"]
 
 
+def test_a_callback_that_cannot_be_hashed_may_go_first(
+    mpi: Mpi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ending_on(monkeypatch, RuntimeError("data error"))
+
+    class Writes:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+        def __call__(self) -> None:
+            self.calls += 1
+
+    writes = Writes()
+    forget = before_abort(writes, first=True)
+    try:
+        assert abort_if_uncaught(mpi)
+    finally:
+        forget()
+    assert writes.calls == 1
+
+
 def test_before_abort_refuses_a_first_that_is_not_a_bool() -> None:
     with pytest.raises(RanksTypeError, match="first must be a bool, got str"):
         before_abort(print, first="yes")  # type: ignore[arg-type]

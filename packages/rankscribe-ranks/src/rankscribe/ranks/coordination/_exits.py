@@ -69,7 +69,7 @@ __all__ = [
 ABORT_ENV = "RANKSCRIBE_MPI_ABORT"
 
 _before: list[Callable[[], object]] = []
-_first: set[Callable[[], object]] = set()  # given with first=True: at the front, in order
+_first: list[Callable[[], object]] = []  # given with first=True: at the front, in order
 _lock = threading.Lock()
 _installed = False
 
@@ -88,8 +88,8 @@ def before_abort(callback: Callable[[], object], *, first: bool = False) -> Call
     with _lock:
         if callback not in _before:
             if first:
-                _before.insert(sum(1 for known in _before if known in _first), callback)
-                _first.add(callback)
+                _before.insert(len(_first), callback)
+                _first.append(callback)
             else:
                 _before.append(callback)
 
@@ -97,7 +97,8 @@ def before_abort(callback: Callable[[], object], *, first: bool = False) -> Call
         with _lock:
             if callback in _before:
                 _before.remove(callback)
-            _first.discard(callback)
+            if callback in _first:
+                _first.remove(callback)
 
     return forget
 
