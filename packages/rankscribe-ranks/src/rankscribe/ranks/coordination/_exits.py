@@ -68,8 +68,9 @@ __all__ = [
 #: rank's peers); ``1``, the default, aborts the job.
 ABORT_ENV = "RANKSCRIBE_MPI_ABORT"
 
-_before: list[Callable[[], object]] = []
-_first: list[Callable[[], object]] = []  # given with first=True: at the front, in order
+# The callbacks given with first=True, then the others, each in the order given.
+_first: list[Callable[[], object]] = []
+_later: list[Callable[[], object]] = []
 _lock = threading.Lock()
 _installed = False
 
@@ -86,19 +87,14 @@ def before_abort(callback: Callable[[], object], *, first: bool = False) -> Call
     if not isinstance(first, bool):
         raise RanksTypeError(f"first must be a bool, got {type(first).__name__}")
     with _lock:
-        if callback not in _before:
-            if first:
-                _before.insert(len(_first), callback)
-                _first.append(callback)
-            else:
-                _before.append(callback)
+        if callback not in _first and callback not in _later:
+            (_first if first else _later).append(callback)
 
     def forget() -> None:
         with _lock:
-            if callback in _before:
-                _before.remove(callback)
-            if callback in _first:
-                _first.remove(callback)
+            for callbacks in (_first, _later):
+                if callback in callbacks:
+                    callbacks.remove(callback)
 
     return forget
 
@@ -135,7 +131,7 @@ def _run_before_abort(what: str) -> None:
     """The :func:`before_abort` callbacks, in order; one that fails is logged (``what``:
     what comes after them) and the next runs."""
     with _lock:
-        callbacks = list(_before)
+        callbacks = _first + _later
     for callback in callbacks:
         try:
             callback()
