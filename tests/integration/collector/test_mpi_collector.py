@@ -158,16 +158,23 @@ RAISING_STEP = 20  # collector_scenarios.RAISING_STEP
 ENDS_WITHIN = 30.0
 
 
+def failing_job(mpi: Any, tmp_path: Path, scenario: str) -> tuple[Any, Path]:
+    """``scenario`` under plain ``python`` (as a user runs a script), which fails: its run,
+    ended non-zero within ENDS_WITHIN, and its out directory."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = [sys.executable, str(SCENARIOS), scenario, str(out)]
+    run = mpi.run(RANKS, *script, cwd=tmp_path, timeout=JOB_TIMEOUT)
+    assert run.returncode != 0, run.output
+    assert run.seconds < ENDS_WITHIN, run.output
+    return run, out
+
+
 def test_a_rank_that_raises_ends_the_job_with_its_steps_on_disk(mpi: Any, tmp_path: Path) -> None:
     """Plain ``python``, as a user runs a script: the last rank raises while rank 0 waits in
     the script's own MPI collective, which has no timeout. Without the abort the job hangs
     (rank 1 in MPI_Finalize, rank 0 in the collective) until JOB_TIMEOUT kills it."""
-    out = tmp_path / "out"
-    out.mkdir()
-    script = [sys.executable, str(SCENARIOS), "raise", str(out)]
-    run = mpi.run(RANKS, *script, cwd=tmp_path, timeout=JOB_TIMEOUT)
-    assert run.returncode != 0, run.output
-    assert run.seconds < ENDS_WITHIN, run.output
+    run, out = failing_job(mpi, tmp_path, "raise")
     assert f"RuntimeError: rank {RANKS - 1} raises on purpose" in run.output
     assert f"rank {RANKS - 1} of {RANKS}: the program ended on an uncaught RuntimeError; " in (
         run.output
@@ -190,12 +197,7 @@ def test_a_job_whose_ranks_are_sent_sigterm_writes_every_step_and_ends_by_it(
 ) -> None:
     """Plain ``python``, every rank sent SIGTERM at one step (a scheduler's time limit).
     Before, each died at once: its kept steps unwritten, its files left open."""
-    out = tmp_path / "out"
-    out.mkdir()
-    script = [sys.executable, str(SCENARIOS), "sigterm", str(out)]
-    run = mpi.run(RANKS, *script, cwd=tmp_path, timeout=JOB_TIMEOUT)
-    assert run.returncode != 0, run.output
-    assert run.seconds < ENDS_WITHIN, run.output
+    run, out = failing_job(mpi, tmp_path, "sigterm")
     assert run.output.count("SIGTERM during training; stopping here") == RANKS, run.output
     assert "Training stopped (Terminated) before the job's lineage was merged" in run.output
     assert "Traceback" not in run.output and "did not say the same" not in run.output
