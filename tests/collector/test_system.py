@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rankscribe.collector import ArrayDataset, ArrayNetwork, SummaryCollector, TrainLoop
+from rankscribe.collector import (
+    ArrayDataset,
+    ArrayNetwork,
+    Callback,
+    RunContext,
+    SummaryCollector,
+    TrainLoop,
+)
 from rankscribe.collector.errors import CollectorValueError
 from rankscribe.jobview import rank_dir_arrays, verdict_lines
 from rankscribe.lineage import merge_run_dir
@@ -90,6 +97,37 @@ def test_the_gpu_readings_are_recorded_at_the_steps_they_were_taken(
     assert set(columns[GPU + "utilization"][1]) == {80.0}
     # The process too, from psutil.
     assert min(columns["rankscribe/system/rss_bytes"][1]) > 10e6
+
+
+def test_a_sample_between_the_last_step_and_the_end_joins_the_last_sample(
+    nvml: ModuleType, tmp_path: Path
+) -> None:
+    """A sample the thread takes after the last step was written (before the epoch's end
+    writes what is kept) is not written beyond the step after the last: the sample as
+    training ends joins it there."""
+    nvml.set_device(0, sm_clock_mhz=1410)
+    device = nvml.devices[0]
+
+    class SampledAfterTheLastStep(Callback):
+        def step_end(self, run_context: RunContext) -> None:
+            if run_context.original_args().cur_step_num == 12:
+                reads = device.reads
+                deadline = time.monotonic() + DEADLINE
+                while device.reads == reads:
+                    assert time.monotonic() < deadline, "the sampler never read the device"
+                    time.sleep(0.001)
+
+    rng = np.random.default_rng(0)
+    network = ArrayNetwork({"w": rng.normal(size=(4, 2)).astype(np.float32)}, name="Linear")
+    data = ArrayDataset(rng.random((12, 4)).astype(np.float32), rng.integers(0, 2, 12))
+    collector = SummaryCollector(tmp_path, collect_freq=4, system_interval=0.01)
+    TrainLoop(lambda batch: 0.5, network=network).train(
+        1, data, callbacks=[collector, SampledAfterTheLastStep()]
+    )
+    collector.close()
+    steps, clock = rank_dir_arrays(tmp_path)[GPU + "sm_clock_mhz"]
+    assert steps[0] == 0 and steps[-1] == 13 and list(steps) == sorted(set(steps))
+    assert set(clock) == {1410.0}
 
 
 def test_a_throttled_rank_is_named_with_its_clock_and_throttling(

@@ -133,6 +133,9 @@ class SampleSource(Protocol):
     @property
     def pending(self) -> bool: ...
 
+    @property
+    def latest_step(self) -> int: ...
+
     def take(self) -> list[tuple[int, list[tuple[str, float]]]]: ...
 
 
@@ -214,6 +217,8 @@ class SeriesRecorder:
         self.last_write = 0.0
         #: The system sampler, whose samples join the timings' writes (None: none).
         self.samples: SampleSource | None = None
+        #: Samples that raced the write of their step, held until a step takes them.
+        self._held_samples: list[tuple[int, list[tuple[str, float]]]] = []
         self._last_written_step = -1
         # Scalars read from a device, still on their way: (tag, step, value), in step order.
         self._late: deque[tuple[str, int, Any]] = deque()
@@ -236,12 +241,13 @@ class SeriesRecorder:
             column.written = 0
         self._fingerprint_failed = False
         self._last_written_step = -1
+        self._held_samples.clear()
 
     @property
     def has_unwritten_step_times(self) -> bool:
         samples = self.samples
         return (
-            (samples is not None and samples.pending)
+            (samples is not None and (samples.pending or bool(self._held_samples)))
             or bool(self._kept)
             or bool(self._light_steps)
             or any(column.written < len(column.steps) for column in self._columns.values())
@@ -254,16 +260,26 @@ class SeriesRecorder:
         write of its step goes in at the step after the last one written (the
         step running by then): a step written is never written to again, so the
         live view, which cuts the job's steps at each rank's last, loses nothing.
+        Where that step has not started yet (a sample taken after a step's write and
+        before the next step, written at an epoch's end), the sample is held for a
+        later write, so that the sample as training ends, at the step after the
+        last, joins it there instead of going one step further.
         """
         samples = self.samples
-        if samples is None or not samples.pending:
+        if samples is None or not (samples.pending or self._held_samples):
             return
+        latest = samples.latest_step
+        taken, self._held_samples = self._held_samples + samples.take(), []
         # Two samples in one step (a step longer than the interval): the later one's
         # readings, and the earlier's of what it lacks (a CPU share is read over 0.1 s at
         # least, so at a shorter interval only some samples carry one).
         by_step: dict[int, dict[str, float]] = {}
-        for step, readings in samples.take():
-            by_step.setdefault(max(step, self._last_written_step + 1), {}).update(readings)
+        for step, readings in taken:
+            at = max(step, self._last_written_step + 1)
+            if at > latest:
+                self._held_samples.append((step, readings))
+            else:
+                by_step.setdefault(at, {}).update(readings)
         for step, kept in by_step.items():
             for tag, value in kept.items():
                 self.keep_timing(tag, step, value)

@@ -110,6 +110,12 @@ class SystemSampler:
         """Samples wait for the training thread."""
         return bool(self._queue)
 
+    @property
+    def latest_step(self) -> int:
+        """The latest step a sample may be recorded at now: the step running, or once
+        sampling stopped, the step after the last (the last sample's)."""
+        return self._step() + self._stop.is_set()
+
     def take(self) -> list[Sample]:
         """The samples taken since the last call, oldest first (the training thread's)."""
         queue, taken = self._queue, []
