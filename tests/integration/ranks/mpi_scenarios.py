@@ -204,6 +204,8 @@ def scenario_fail(info: RankInfo, out: Path) -> dict[str, Any]:
     """Rank 1 fails an assertion while rank 0 waits: the whole job ends at once."""
     coordinator = create_coordinator(info, timeout=AMPLE_TIMEOUT)
     if info.rank == 1:
+        # The launcher may cut the traceback short as it ends the job: the file says it.
+        write(out, info, {"failing": "rank 1 fails on purpose"})
         check(False, "rank 1 fails on purpose")
     coordinator.gather(info.rank, timeout=AMPLE_TIMEOUT)
     return {"survived": True}

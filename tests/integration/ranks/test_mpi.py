@@ -175,10 +175,15 @@ def test_rank_that_dies_ends_the_job_instead_of_hanging(
 def test_failed_assertion_on_one_rank_aborts_every_rank(
     mpi: Any, ranks: int, tmp_path: Path
 ) -> None:
-    """The harness's assertions are collective: rank 0 waiting in a gather is not left hanging."""
+    """The harness's assertions are collective: rank 0 waiting in a gather is not left hanging.
+
+    Rank 1 says in its file that it fails: MPICH's launcher, ending every rank at the
+    abort, may drop the end of the traceback it was still forwarding (1 job in 30 here).
+    """
     job = run_job(mpi, "fail", ranks, tmp_path)
     assert job.returncode != 0
-    assert "rank 1 fails on purpose" in job.output
+    assert job.ranks[1]["failing"] == "rank 1 fails on purpose", job.output
+    assert "survived" not in job.ranks[1]
     assert job.seconds < AMPLE_TIMEOUT, job.output
     assert 0 not in job.ranks  # the root, waiting in its gather, was ended with the job
 
