@@ -14,6 +14,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,57 @@ def test_the_abort_setting_0_installs_no_exit_handler(
     monkeypatch.setenv(ABORT_ENV, "0")
     abort_on_uncaught_exception(mpi)
     assert installed == []
+
+
+ABORTING = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from rankscribe.ranks.exits import abort_if_uncaught
+
+    out = Path(sys.argv[1])
+
+    class World:
+        def Get_rank(self): return 1
+        def Get_size(self): return 2
+        def Abort(self, code):
+            (out / "aborted").write_text(repr(time.monotonic()))
+
+    class Mpi:
+        COMM_WORLD = World()
+        def Is_finalized(self): return False
+
+    print("ready", flush=True)
+    sys.last_exc = sys.last_value = RuntimeError("the error's own line")
+    sys.stderr.write("RuntimeError: the error's own line\\n" * 200)  # a long traceback
+    abort_if_uncaught(Mpi())
+    """
+)
+
+
+@pytest.mark.parametrize("reads_after", [0.3, 3.0])
+def test_the_abort_waits_for_the_launcher_to_read_the_traceback_at_most_a_second(
+    tmp_path: Path, reads_after: float
+) -> None:
+    """The launcher (here the test) reads the rank's stderr through a pipe: MPICH's
+    dropped what it had not read at the abort. A launcher that never reads does not hold
+    the abort past a second."""
+    child = start_until_ready(ABORTING, str(tmp_path))
+    time.sleep(reads_after)
+    reading = time.monotonic()
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 0, stderr
+    assert stderr.count("RuntimeError: the error's own line") == 200
+    assert stderr.endswith(
+        "the program ended on an uncaught RuntimeError; aborting the MPI "
+        "job so that the other ranks do not wait for this one "
+        f"({ABORT_ENV}=0 waits instead)\n"
+    )
+    aborted = float((tmp_path / "aborted").read_text())
+    if reads_after < 1.0:
+        assert aborted >= reading  # the abort came once the launcher had read it all
+    else:
+        assert aborted < reading  # not after the launcher read
 
 
 # --------------------------------------------------------------------------- SIGTERM
