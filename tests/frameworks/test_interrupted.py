@@ -17,10 +17,12 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
 from rankscribe.collector import SummaryCollector
+from rankscribe.lineage.recording import read_train_stop
 from rankscribe.ranks import RankInfo
 from rankscribe.writer.events import load_dir
 from tests._support.launchers import clean_environment, run_bounded
@@ -118,6 +120,12 @@ if sys.argv[2] == "raise":
     raise RuntimeError("the data ran out")
 if sys.argv[2] == "end":
     accelerator.end_training()
+if sys.argv[2] == "sigterm":  # a scheduler's, once rank 1 wrote what it held
+    import os, pathlib, signal, time
+
+    (pathlib.Path(sys.argv[1]) / ".rankscribe-terminated-1").touch()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
 """
 
 TRANSFORMERS = """
@@ -197,6 +205,24 @@ def test_rank_zero_of_an_accelerate_job_that_never_ended_says_how_to_merge(
         f"`rankscribe-lineage merge {job}` once every rank has stopped."
     ), printed
     assert (job / "rank_0").is_dir()
+
+
+def test_rank_zero_of_an_accelerate_job_sent_sigterm_keeps_the_signal_in_its_stop_record(
+    tmp_path: Path,
+) -> None:
+    """Accelerate's trackers hear of no SIGTERM either: at the process's end the run left
+    open is said to have stopped on the signal's ``Terminated``, so the job view does not
+    take the rank for one that raised (Python keeps no SystemExit as the last error)."""
+    pytest.importorskip("accelerate")
+    job = tmp_path / "runs" / "acc"
+    code, printed = _run_script(tmp_path, ACCELERATE, job, "sigterm")
+    assert code == -signal.SIGTERM, printed
+    [line] = _merge_lines(printed)
+    assert line.endswith(
+        "Training stopped (Terminated) before the job's lineage was merged: run "
+        f"`rankscribe-lineage merge {job}` once every rank has stopped."
+    ), printed
+    assert read_train_stop(job / "rank_0") == ("Terminated", ANY, ANY, "SIGTERM")
 
 
 def test_an_accelerate_job_that_ends_training_says_nothing_at_exit(tmp_path: Path) -> None:

@@ -217,6 +217,92 @@ def test_many_undetermined_ranks_are_told_as_a_range_of_steps(tmp_path: Path) ->
     ) in verdict_lines(verdicts)
 
 
+def test_a_job_whose_every_rank_was_sent_sigterm_names_none_first(tmp_path: Path) -> None:
+    """A scheduler's time limit: each rank wrote every step it ran, at one step or at
+    neighbouring ones (the signal came between two steps on one rank only)."""
+    together = write_job_view(
+        _dir(tmp_path, "one"), _job({0: 40, 1: 40}, 0.01), world_size=2, terminated=[0, 1]
+    ).verdicts
+    assert together["job/stopped_first_rank"] == -1
+    assert together["job/stopped_first_evidence"] == "sigterm"
+    assert together["job/sigterm_ranks"] == "0,1"
+    assert (
+        "stopped: every rank was sent SIGTERM (at step 40; each wrote every step it ran): "
+        "none stopped first"
+    ) in verdict_lines(together)
+    apart = write_job_view(
+        _dir(tmp_path, "two"), _job({0: 4873, 1: 4874}, 0.01), world_size=2, terminated=[1, 0]
+    ).verdicts
+    assert (apart["job/stopped_first_rank"], apart["job/stopped_first_evidence"]) == (
+        -1,
+        "sigterm",
+    )
+    assert (
+        "stopped: every rank was sent SIGTERM (rank 0 at step 4873, rank 1 at step 4874; each "
+        "wrote every step it ran): none stopped first"
+    ) in verdict_lines(apart)
+    assert not any(line.startswith("stopped first") for line in verdict_lines(apart))
+    many = write_job_view(
+        _dir(tmp_path, "many"),
+        _job({rank: 100 + rank % 2 for rank in range(6)}, 0.01),
+        world_size=6,
+        terminated=range(6),  # type: ignore[arg-type]
+    ).verdicts
+    assert "every rank was sent SIGTERM (at steps 100 to 101;" in verdict_lines(many)[-1]
+
+
+def test_a_rank_sent_sigterm_wrote_every_step_so_its_last_step_is_sure(tmp_path: Path) -> None:
+    """Steps of 10 ms: a rank killed may not have written its last 100; one a SIGTERM
+    stopped wrote them all. Rank 0, sent SIGTERM at step 1900, surely stopped before rank 1
+    recorded step 2000; the reverse is not sure (rank 1 may have run to 2000 unwritten)."""
+    job = _job({0: 1900, 1: 2000}, 0.01)
+    sure = write_job_view(_dir(tmp_path, "sure"), job, world_size=2, terminated=[0]).verdicts
+    assert (sure["job/stopped_first_rank"], sure["job/stopped_first_step"]) == (0, 1900)
+    assert sure["job/stopped_first_evidence"] == "last_step"
+    assert sure["job/sigterm_ranks"] == "0"
+    lines = verdict_lines(sure)
+    assert "stopped first: rank 0 at step 1900 (stopped early: rank 0)" in lines
+    assert "sent SIGTERM: rank 0 (each wrote every step it ran)" in lines
+    unsure = write_job_view(
+        _dir(tmp_path, "unsure"), _job({0: 1950, 1: 2000}, 0.01), world_size=2, terminated=[1]
+    ).verdicts
+    assert unsure["job/stopped_first_evidence"] == "undetermined"
+    assert "sent SIGTERM: rank 1 (each wrote every step it ran)" in verdict_lines(unsure)
+
+
+def test_a_rank_that_raised_is_named_before_the_ranks_its_launcher_sent_sigterm(
+    tmp_path: Path,
+) -> None:
+    """torchrun sends SIGTERM to the ranks left when one fails: the one that raised."""
+    verdicts = write_job_view(
+        tmp_path,
+        _job({0: 2000, 1: 1990, 2: 2000}, 0.01),
+        world_size=3,
+        raised={1: "RuntimeError"},
+        terminated=[0, 2],
+    ).verdicts
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        1,
+        "exception",
+    )
+    assert verdicts["job/sigterm_ranks"] == "0,2"
+
+
+def test_only_the_ranks_with_steps_count_toward_every_rank_sent_sigterm(tmp_path: Path) -> None:
+    """A rank named that recorded no step (or is not in the job) is not one of the ranks
+    whose stop is judged: rank 1, not sent SIGTERM, keeps the job's stop open."""
+    job = _job({0: 40, 1: 40}, 0.01)
+    verdicts = write_job_view(tmp_path, job, world_size=2, terminated=[0, 7]).verdicts
+    assert verdicts["job/stopped_first_evidence"] == ""
+    assert verdicts["job/sigterm_ranks"] == "0"
+
+
+@pytest.mark.parametrize("terminated", [[-1], ["1"], [True], "0", None])
+def test_terminated_must_hold_ranks(tmp_path: Path, terminated: object) -> None:
+    with pytest.raises(JobViewError, match="terminated"):
+        write_job_view(tmp_path, _job({0: 3}), world_size=1, terminated=terminated)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("failed", [[-1], ["1"], [True]])
 def test_failed_must_hold_ranks(tmp_path: Path, failed: list[object]) -> None:
     with pytest.raises(JobViewParamValueError, match="failed"):

@@ -24,7 +24,11 @@ from rankscribe.lineage import (
     merge_run_dir,
 )
 from rankscribe.lineage.cli import main
-from rankscribe.lineage.errors import LineageMergeError, LineageParamTypeError
+from rankscribe.lineage.errors import (
+    LineageMergeError,
+    LineageParamTypeError,
+    LineageParamValueError,
+)
 from rankscribe.lineage.recording import (
     TRAIN_STOP_FILE_NAME,
     TrainLineageInfo,
@@ -316,9 +320,21 @@ def test_a_new_start_record_removes_an_earlier_runs_stop_record(tmp_path: Path) 
     write_train_start(directory, TrainLineageInfo())
     assert read_train_stop(directory) is None
     assert os.stat(write_train_stop(directory, "X" * 500)).st_mode & 0o077 == 0  # private
-    assert read_train_stop(directory) == ("X" * 200, ANY, ANY)
+    assert read_train_stop(directory) == ("X" * 200, ANY, ANY, None)
     (directory / TRAIN_STOP_FILE_NAME).write_text('{"exception": "E", "wall_time": "soon"}')
-    assert read_train_stop(directory) == ("E", None, None)  # what it cannot read: None
+    assert read_train_stop(directory) == ("E", None, None, None)  # what it cannot read: None
+    write_train_stop(directory, "Terminated", signal="SIGTERM")
+    assert read_train_stop(directory) == ("Terminated", ANY, ANY, "SIGTERM")
+    (directory / TRAIN_STOP_FILE_NAME).write_text('{"exception": "E", "signal": "SIGKILL"}')
+    assert read_train_stop(directory) == ("E", None, None, None)  # not a signal it knows
+
+
+@pytest.mark.parametrize("signal", ["SIGKILL", "sigterm", 15, ""])
+def test_a_stop_record_names_no_signal_but_sigterm(tmp_path: Path, signal: object) -> None:
+    expected = f"signal must be None or one of SIGTERM, got {signal!r}"
+    with pytest.raises(LineageParamValueError, match=re.escape(expected)):
+        write_train_stop(tmp_path, "Terminated", signal=signal)  # type: ignore[arg-type]
+    assert not (tmp_path / TRAIN_STOP_FILE_NAME).exists()
 
 
 def test_of_two_ranks_that_raised_the_merge_names_the_one_whose_record_came_first(

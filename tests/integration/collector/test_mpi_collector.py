@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rankscribe.jobview import verdict_lines
+from rankscribe.jobview.parts import ranges_text
 from rankscribe.lineage import get_summary_lineage, merge_run_dir
 from rankscribe.lineage.recording import TRAIN_START_FILE_NAME, parse_run
 from rankscribe.ranks.files import RANK_DIRS_FILE_NAME
@@ -210,3 +212,11 @@ def test_a_job_whose_ranks_are_sent_sigterm_writes_every_step_and_ends_by_it(
             assert path.stat().st_mode & 0o222 == 0, path
     merged = merge_run_dir(out / "summary").lineage.section("user_defined")
     assert merged["ranks_reported"] == RANKS
+    # Each rank's stop record says a SIGTERM stopped it: none stopped first.
+    assert merged["job/stopped_first_evidence"] == "sigterm"
+    assert merged["job/stopped_first_rank"] == -1
+    assert merged["job/sigterm_ranks"] == ranges_text(list(range(RANKS)))
+    assert (
+        f"stopped: every rank was sent SIGTERM (at step {SIGTERM_STEP - 1}; each wrote every "
+        "step it ran): none stopped first"
+    ) in verdict_lines(merged)

@@ -77,6 +77,7 @@ from rankscribe.collector.system._sampler import SystemSampler, check_system_int
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
 from rankscribe.ranks import Coordinator, OnExists, RankInfo
 from rankscribe.ranks.exits import (
+    Terminated,
     before_abort,
     end_cleanly_on_sigterm,
     forget_terminated_mark,
@@ -377,7 +378,8 @@ class SummaryCollector(Callback):
         """Training stopped by an exception (``exc_type``; None: the process exits and
         training never ended): on every rank of several, an ``Exception`` is kept in the
         rank's stop record (the job view names the rank that raised: docs/job-view.md,
-        "Where each rank stopped"); on rank 0, say how to merge.
+        "Where each rank stopped"), and so is a SIGTERM's ``Terminated``, marked as the
+        signal's (the rank did not raise on its own); on rank 0, say how to merge.
 
         The job's lineage is merged at the end of training, which never came; the
         ranks' files and their training start records are on disk, and
@@ -387,9 +389,14 @@ class SummaryCollector(Callback):
         info = self._run.info
         if info is None or info.world_size <= 1:
             return
+        if exc_type is None and sigterm_received():
+            exc_type = Terminated  # (at exit: Python keeps no SystemExit as the last error)
         directory = self._run.directory
-        if exc_type is not None and issubclass(exc_type, Exception) and directory is not None:
-            self._lineage.stop_training(directory, exc_type.__name__)
+        if exc_type is not None and directory is not None:
+            if issubclass(exc_type, Terminated):
+                self._lineage.stop_training(directory, exc_type.__name__, signal="SIGTERM")
+            elif issubclass(exc_type, Exception):
+                self._lineage.stop_training(directory, exc_type.__name__)
         if info.rank != 0:
             return
         why = "the process exited" if exc_type is None else exc_type.__name__

@@ -328,6 +328,7 @@ def write_job_view(
     verdict_settings: VerdictSettings | None = None,
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
+    terminated: Sequence[int] = (),
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -355,6 +356,9 @@ def write_job_view(
             one alone did, is named (``docs/job-view.md``, "Where each rank stopped").
         raised_at: rank -> (host, wall time in seconds) of its stop record: of several
             ranks on one host that raised, the first to raise is named.
+        terminated: the ranks whose training a SIGTERM stopped (their stop records
+            say so): each wrote every step it ran; when every rank was, none stopped
+            first (``docs/job-view.md``, "Where each rank stopped").
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
@@ -370,6 +374,7 @@ def write_job_view(
     """
     directory = _check_arguments(job_dir, series, world_size, missing)
     check_ranks("failed", failed)
+    check_ranks("terminated", terminated)
     _check_raised(raised)
     _check_raised_at(raised_at)
     check_bool("tensorboard", tensorboard)
@@ -399,6 +404,7 @@ def write_job_view(
         failed=failed,
         raised=raised or {},
         raised_at=raised_at or {},
+        terminated=terminated,
         evidence=straggler_evidence,
         settings=verdict_settings,
         # A job the live view watched: its straggler keeps the onset it was named with,

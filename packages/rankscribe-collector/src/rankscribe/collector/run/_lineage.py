@@ -181,11 +181,14 @@ class LineageRecorder:
                 error,
             )
 
-    def stop_training(self, directory: str | os.PathLike[str], exception: str) -> None:
-        """Training stopped on ``exception`` (its class name): kept in ``directory``'s stop
-        record for the job view's stop verdict. A failure to write it is logged."""
+    def stop_training(
+        self, directory: str | os.PathLike[str], exception: str, *, signal: str | None = None
+    ) -> None:
+        """Training stopped on ``exception`` (its class name; raised by ``signal``, or by
+        the program when None): kept in ``directory``'s stop record for the job view's
+        stop verdict. A failure to write it is logged."""
         try:
-            write_train_stop(directory, exception)
+            write_train_stop(directory, exception, signal=signal)
         except Exception as error:  # a best effort: the exception raised is the caller's
             logger.warning("The training stop record in %s is not written: %s", directory, error)
 

@@ -386,13 +386,21 @@ def merge_run_dir(
                     hparams=hparams,
                     metrics=metrics,
                     host=host,
-                    # The ranks whose training stopped on an exception (their stop records).
-                    raised={rank: stop.exception for rank, stop in stops.items()},
+                    # The ranks whose training stopped on an exception (their stop records):
+                    # raised by the program, or by a SIGTERM sent to the rank.
+                    raised={
+                        rank: stop.exception for rank, stop in stops.items() if stop.signal is None
+                    },
                     raised_at={
                         rank: (stop.host, stop.wall_time)
                         for rank, stop in stops.items()
-                        if stop.host is not None and stop.wall_time is not None
+                        if stop.signal is None
+                        and stop.host is not None
+                        and stop.wall_time is not None
                     },
+                    terminated=sorted(
+                        rank for rank, stop in stops.items() if stop.signal == "SIGTERM"
+                    ),
                 )
                 merged.sections["user_defined"].update(view.verdicts)
             merged.sections["user_defined"].update(extra)

@@ -23,7 +23,9 @@ Beside it, a rank whose training stopped on an exception writes its stop record
 (:data:`TRAIN_STOP_FILE_NAME`: the exception's class name, as JSON, written whole): the
 merge hands the names to the job view, whose stop verdict names the rank that raised
 among those that may have stopped first (``docs/job-view.md``, "Where each rank
-stopped"). A new start record removes an earlier run's stop record.
+stopped"). A rank whose training a SIGTERM stopped says so in its record (``signal``):
+it did not raise on its own, and it wrote every step it ran. A new start record removes
+an earlier run's stop record.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ import time
 from typing import NamedTuple
 
 from rankscribe.lineage._checks import check_path
-from rankscribe.lineage.errors import LineageParamTypeError, LineageSummaryAnalyzeException
+from rankscribe.lineage.errors import (
+    LineageParamTypeError,
+    LineageParamValueError,
+    LineageSummaryAnalyzeException,
+)
 from rankscribe.lineage.record._model import TrainLineageInfo
 from rankscribe.lineage.record._parser import ParsedRun, RunLineage, parse_run, read_lineage_file
 from rankscribe.ranks.files import UnsafeFileError, atomic_write, read_regular
@@ -86,31 +92,47 @@ def write_train_start(directory: str | os.PathLike[str], lineage: TrainLineageIn
     return write_event_file(os.path.join(target, TRAIN_START_FILE_NAME), records, final=False)
 
 
-def write_train_stop(directory: str | os.PathLike[str], exception: str) -> str:
+#: The signals a stop record may name: the one RankScribe turns into an end that writes
+#: what was recorded (``rankscribe.ranks.exits.end_cleanly_on_sigterm``).
+STOP_SIGNALS = ("SIGTERM",)
+
+
+def write_train_stop(
+    directory: str | os.PathLike[str], exception: str, *, signal: str | None = None
+) -> str:
     """Write ``directory``'s stop record: its training stopped on ``exception`` (a class
-    name; the first 200 characters kept). Returns its path."""
+    name; the first 200 characters kept), raised by ``signal`` (one of
+    :data:`STOP_SIGNALS`; None: by the program itself). Returns its path."""
     target = check_path("directory", directory)
     if not isinstance(exception, str) or not exception:
         raise LineageParamTypeError(
             f"exception must be an exception's name (a non-empty str), got {exception!r}"
         )
-    text = json.dumps(
-        {
-            "exception": exception[:_MAX_EXCEPTION_NAME],
-            "wall_time": time.time(),
-            "host": socket.gethostname()[:_MAX_HOST_NAME],
-        }
-    )
+    if signal is not None and signal not in STOP_SIGNALS:
+        raise LineageParamValueError(
+            f"signal must be None or one of {', '.join(STOP_SIGNALS)}, got {signal!r}"
+        )
+    record: dict[str, object] = {
+        "exception": exception[:_MAX_EXCEPTION_NAME],
+        "wall_time": time.time(),
+        "host": socket.gethostname()[:_MAX_HOST_NAME],
+    }
+    if signal is not None:
+        record["signal"] = signal
+    text = json.dumps(record)
     return atomic_write(os.path.join(target, TRAIN_STOP_FILE_NAME), [text.encode()])
 
 
 class TrainStop(NamedTuple):
-    """A rank's stop record: the exception its training stopped on, and when and where
-    the record was written (None where the record lacks them)."""
+    """A rank's stop record: the exception its training stopped on, when and where the
+    record was written (None where the record lacks them), and the signal that raised
+    the exception (None: the program raised it; a record naming another signal than
+    :data:`STOP_SIGNALS` counts as none)."""
 
     exception: str
     wall_time: float | None
     host: str | None
+    signal: str | None = None
 
 
 def read_train_stop(directory: str | os.PathLike[str]) -> TrainStop | None:
@@ -139,10 +161,12 @@ def read_train_stop(directory: str | os.PathLike[str]) -> TrainStop | None:
     when: float | None = None
     if isinstance(wall_time, (int, float)) and not isinstance(wall_time, bool):
         when = float(wall_time) if math.isfinite(wall_time) else None
+    signal = record.get("signal")
     return TrainStop(
         exception[:_MAX_EXCEPTION_NAME],
         when,
         host[:_MAX_HOST_NAME] if isinstance(host, str) and host else None,
+        signal if signal in STOP_SIGNALS else None,
     )
 
 

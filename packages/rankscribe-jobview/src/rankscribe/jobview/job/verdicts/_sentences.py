@@ -151,6 +151,11 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
         )
     elif evidence == "undetermined":
         lines.append(_undetermined_stop(user_defined))
+    sigterm = user_defined.get("job/sigterm_ranks", "")
+    if evidence == "sigterm":
+        lines.append(_sigterm_stop(user_defined))
+    elif sigterm:
+        lines.append(f"sent SIGTERM: {_ranks_phrase(sigterm)} (each wrote every step it ran)")
     untimed = user_defined.get("job/untimed_ranks", "")
     if untimed:
         lines.append(
@@ -186,6 +191,25 @@ def _undetermined_stop(user_defined: Mapping[str, Any]) -> str:
     return (
         f"stopped first: undetermined ({_ranks_phrase(tied)} stopped at step "
         f"{user_defined.get('job/stopped_first_step')}; nothing tells them apart)"
+    )
+
+
+def _sigterm_stop(user_defined: Mapping[str, Any]) -> str:
+    """The sentence of a job whose every rank was sent SIGTERM: where each stopped."""
+    sent = user_defined.get("job/sigterm_ranks", "?")
+    ranks = [rank for low, high in ranks_of_text(str(sent)) for rank in range(low, high + 1)]
+    steps = sorted({_number(user_defined.get(f"job/last_step/{rank}")) for rank in ranks})
+    if len(steps) == 1:
+        where = f"at step {steps[0]:.0f}"
+    elif len(ranks) <= MAX_LISTED_STOPS:
+        where = ", ".join(
+            f"rank {rank} at step {user_defined.get(f'job/last_step/{rank}')}" for rank in ranks
+        )
+    else:
+        where = f"at steps {steps[0]:.0f} to {steps[-1]:.0f}"
+    return (
+        f"stopped: every rank was sent SIGTERM ({where}; each wrote every step it ran): "
+        "none stopped first"
     )
 
 

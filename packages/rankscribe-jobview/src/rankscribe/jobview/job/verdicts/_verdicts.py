@@ -8,7 +8,7 @@ lineage, so they are int, float or str (lists are comma-separated text).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -414,6 +414,7 @@ def _stops(
     *,
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
+    terminated: Collection[int] = (),
 ) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
@@ -433,6 +434,14 @@ def _stops(
     the verdict is "undetermined" (rank -1), never a guess toward the lowest rank. The
     last write time of the files does not decide either: in lock-step training the
     innocent ranks wait, without writing, for the one that dies.
+
+    ``terminated``: the ranks whose training a SIGTERM stopped (their stop records): each
+    wrote every step it ran, so none of its steps is unwritten, and it did not raise on
+    its own. When every rank was sent SIGTERM (a scheduler's time limit, a preemption),
+    none stopped first: the evidence is ``sigterm`` and no rank is named. Where only some
+    were, they are listed (``job/sigterm_ranks``) and the rule above decides: a launcher
+    sends SIGTERM to the ranks left when one dies (torchrun), and a scheduler may send it
+    to one node's ranks, whose peers the launcher then kills.
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
     raised = {} if raised is None else raised
@@ -440,6 +449,9 @@ def _stops(
     if unwritten is None:
         quick = recent_step_seconds(dense_series(statistics.step_times))
         unwritten = {rank: unwritten_steps(seconds) for rank, seconds in quick.items()}
+    sent = sorted(set(terminated) & set(last))
+    if sent:
+        unwritten = {**unwritten, **dict.fromkeys(sent, 0)}
     verdicts: Verdicts = {
         f"job/last_step/{rank}": _int_value(step) for rank, step in sorted(last.items())
     }
@@ -447,6 +459,11 @@ def _stops(
     verdicts["job/stopped_first_step"] = NONE
     verdicts["job/stopped_early_ranks"] = ""
     verdicts["job/stopped_first_evidence"] = ""
+    if sent:
+        verdicts["job/sigterm_ranks"] = ranges_text(sent)
+        if len(sent) == len(last):
+            verdicts["job/stopped_first_evidence"] = "sigterm"
+            return verdicts
     if len(set(last.values())) > 1:
         earliest = min(last.values())
         latest = max(last.values())
@@ -562,6 +579,7 @@ def job_verdicts(
     ended: Sequence[tuple[str, int, int]] = (),
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
+    terminated: Collection[int] = (),
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -574,7 +592,8 @@ def job_verdicts(
     after it under every timing, unless ``onsets`` gives it one (as the live view's
     own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
     ``raised``: rank -> the exception its training stopped on, ``raised_at``: rank ->
-    (host, wall time) of its stop record (:func:`_stops`).
+    (host, wall time) of its stop record, ``terminated``: the ranks a SIGTERM stopped
+    (:func:`_stops`).
     """
     times = step_times(statistics)
     quick = recent_step_seconds(times.dense)
@@ -603,5 +622,14 @@ def job_verdicts(
     gradients.add(statistics.gradients)
     verdicts.update({key: _int_or_number(value) for key, value in gradients.verdicts().items()})
     verdicts.update(_nonfinite_loss(statistics))
-    verdicts.update(_stops(statistics, failed, unwritten, raised=raised, raised_at=raised_at))
+    verdicts.update(
+        _stops(
+            statistics,
+            failed,
+            unwritten,
+            raised=raised,
+            raised_at=raised_at,
+            terminated=terminated,
+        )
+    )
     return verdicts, times
