@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import threading
 from pathlib import Path
@@ -151,6 +152,10 @@ def test_metadata_is_written_once_by_concurrent_writers(
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
+    # Training ended in those threads, which cannot put SIGTERM's default handler back
+    # (Python sets handlers from the main thread only): the handler left acts as the
+    # default (tests/ranks/test_exits.py); the test's process gets the default back.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     assert failures == []
     assert caplog.text.count("train_metadata.json already exists; it is kept as it is") == 5
     [written] = file_map(tmp_path).values()

@@ -355,6 +355,27 @@ def test_sigterm_is_set_for_nested_runs_and_the_default_comes_back_with_the_last
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+def test_training_that_ended_in_another_thread_leaves_sigterm_its_default_action(
+    tmp_path: Path,
+) -> None:
+    """The release came from a thread, which cannot set a handler: the handler left
+    ends the process at once, as the default would (nothing unwinds)."""
+    script = EXITS.replace(
+        "release = end_cleanly_on_sigterm()",
+        "import threading\n"
+        "release = end_cleanly_on_sigterm()\n"
+        "ender = threading.Thread(target=release)\n"
+        "ender.start()\n"
+        "ender.join()",
+    )
+    child = start_until_ready(script, str(tmp_path), "0")
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, stderr
+    assert not (tmp_path / "finally").exists()
+    assert "SIGTERM during training" not in stderr
+
+
 def test_outside_the_main_thread_sigterm_is_not_touched() -> None:
     releases: list[Callable[[], None]] = []
     thread = threading.Thread(target=lambda: releases.append(end_cleanly_on_sigterm()))

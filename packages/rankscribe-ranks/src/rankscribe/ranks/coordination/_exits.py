@@ -233,7 +233,8 @@ def end_cleanly_on_sigterm() -> Callable[[], None]:
     Nothing is changed (and the returned function does nothing) outside the main thread,
     or where SIGTERM's handler is not the default one (the program's own, a framework's,
     or an ignored signal). Calls may nest: the default handler comes back with the last
-    release. A main thread blocked inside a C call (a collective waiting for a dead peer)
+    release (a last release from another thread leaves the handler, which then acts as
+    the default one). A main thread blocked inside a C call (a collective waiting for a dead peer)
     handles the signal when the call returns; SIGKILL, which schedulers send after their
     grace period, ends it at once."""
     global _sigterm_users, _sigterm_exit_registered, _sigterm_pid  # noqa: PLW0603 - one handler a process
@@ -255,12 +256,19 @@ def end_cleanly_on_sigterm() -> Callable[[], None]:
     def release() -> None:
         global _sigterm_users  # noqa: PLW0603
         nonlocal released
-        if released or threading.current_thread() is not threading.main_thread():
-            return
-        released = True
         with _lock:
+            if released:
+                return
+            released = True
             _sigterm_users -= 1
-            if _sigterm_users == 0 and signal.getsignal(_SIGTERM) is _on_sigterm:
+            # Python sets handlers from the main thread only: a release from another
+            # thread (training ended there) leaves the handler, which then acts as the
+            # default one (_on_sigterm).
+            if (
+                _sigterm_users == 0
+                and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(_SIGTERM) is _on_sigterm
+            ):
                 signal.signal(_SIGTERM, signal.SIG_DFL)
 
     return release
@@ -279,9 +287,10 @@ def sigterm_received() -> bool:
 
 def _on_sigterm(signum: int, frame: object) -> None:
     global _sigterm_received  # noqa: PLW0603
-    if os.getpid() != _sigterm_pid:
-        # A forked child (a data loader's worker) inherited the handler: it ends as it
-        # would have, at once.
+    if os.getpid() != _sigterm_pid or _sigterm_users == 0:
+        # A forked child (a data loader's worker) inherited the handler, or no training
+        # is recorded any more (it ended in another thread, which cannot put the default
+        # back): the process ends as it would have, at once.
         signal.signal(_SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), _SIGTERM)
         return
