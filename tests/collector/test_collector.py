@@ -576,6 +576,64 @@ def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
     assert (directory / TRAIN_STOP_FILE_NAME).exists() == (kept is not None)
 
 
+class DistNetworkError(RuntimeError):
+    """torch.distributed's, by name (the collector does not import torch)."""
+
+
+class UnprintableError(RuntimeError):
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+def _raised_from(error: BaseException, cause: BaseException) -> BaseException:
+    error.__cause__ = cause
+    return error
+
+
+GLOO_RESET = (
+    "[../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:11983: "
+    "Connection reset by peer"
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "lost"),
+    [
+        (RuntimeError(GLOO_RESET), True),
+        (RuntimeError("[gloo/transport/tcp/pair.cc:598] Connection closed by peer [::1]"), True),
+        (RuntimeError("NCCL error: remote process exited or there was a network error"), True),
+        (RuntimeError("Remote peer closed the connection."), True),  # torch's store socket
+        (DistNetworkError("the store went away"), True),
+        (_raised_from(ValueError("the step failed"), RuntimeError(GLOO_RESET)), True),
+        # The rank's own failures: a download whose server reset the connection, and
+        # errors that say nothing of another rank.
+        (ConnectionResetError(104, "Connection reset by peer"), False),
+        (RuntimeError("CUDA out of memory"), False),
+        (UnprintableError(), False),
+    ],
+)
+def test_a_rank_that_raised_on_losing_another_says_so_in_its_stop_record(
+    model: Any, tmp_path: Path, error: BaseException, lost: bool
+) -> None:
+    """Under torchrun a rank killed (by the out-of-memory killer) leaves no record, and the
+    rank waiting for it in a collective raises the library's error: a consequence, which
+    the job view does not take for the rank's own fault."""
+    steps = [0]
+
+    def step(batch: Any) -> float:
+        steps[0] += 1
+        if steps[0] == 3:
+            raise error
+        return 0.5
+
+    info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
+    with pytest.raises(type(error)):
+        run(model, tmp_path, step=step, rank_info=info, coordinator=FakeCoordinator(rank=1))
+    stop = read_train_stop(tmp_path / "rank_1")
+    assert stop is not None
+    assert (stop.exception, stop.lost_peer) == (type(error).__name__, lost)
+
+
 def test_rank_zero_names_a_missing_rank_in_the_merged_lineage(model: Any, tmp_path: Path) -> None:
     info = RankInfo(rank=0, world_size=2, local_rank=0, local_size=2, host="h", launcher="pmi")
     run(model, tmp_path, batches=4, rank_info=info, coordinator=FakeCoordinator(rank=0))

@@ -222,7 +222,7 @@ def test_rank_zero_of_an_accelerate_job_sent_sigterm_keeps_the_signal_in_its_sto
         "Training stopped (Terminated) before the job's lineage was merged: run "
         f"`rankscribe-lineage merge {job}` once every rank has stopped."
     ), printed
-    assert read_train_stop(job / "rank_0") == ("Terminated", ANY, ANY, "SIGTERM")
+    assert read_train_stop(job / "rank_0") == ("Terminated", ANY, ANY, "SIGTERM", False)
 
 
 def test_an_accelerate_job_that_ends_training_says_nothing_at_exit(tmp_path: Path) -> None:

@@ -297,6 +297,75 @@ def test_only_the_ranks_with_steps_count_toward_every_rank_sent_sigterm(tmp_path
     assert verdicts["job/sigterm_ranks"] == "0"
 
 
+def test_the_rank_the_others_lost_is_named_not_one_that_raised_on_losing_it(
+    tmp_path: Path,
+) -> None:
+    """torchrun, rank 1 killed (SIGKILL) at about step 242: its files end at step 22 (it
+    kept the rest), and rank 0 raised gloo's error on the closed connection."""
+    job = _job({0: 242, 1: 22}, 0.0037)
+    named = write_job_view(_dir(tmp_path, "lost"), job, world_size=2, lost_peer=[0]).verdicts
+    assert (named["job/stopped_first_rank"], named["job/stopped_first_step"]) == (1, 22)
+    assert named["job/stopped_first_evidence"] == "lost_peer"
+    assert named["job/lost_peer_ranks"] == "0"
+    assert (
+        "stopped first: rank 1 at step 22 (its last recorded step; it left no stop record, "
+        "and rank 0 raised on losing the connection to another rank)"
+    ) in verdict_lines(named)
+    # Read as the rank's own exception (before), rank 0 was named: the innocent rank.
+    own = write_job_view(_dir(tmp_path, "own"), job, world_size=2, raised={0: "RuntimeError"})
+    assert own.verdicts["job/stopped_first_rank"] == 0
+    # Lock-step ranks at one step: the same.
+    level = write_job_view(
+        _dir(tmp_path, "level"), _job({0: 30, 1: 30, 2: 30}), world_size=3, lost_peer=[0, 2]
+    ).verdicts
+    assert (level["job/stopped_first_rank"], level["job/stopped_first_evidence"]) == (
+        1,
+        "lost_peer",
+    )
+
+
+@pytest.mark.parametrize(
+    ("stops", "why"),
+    [
+        ({"lost_peer": [0]}, "two ranks left no record"),
+        ({"lost_peer": [0], "raised": {2: "ValueError"}}, "a rank raised on its own"),
+        ({"lost_peer": [0], "terminated": [2]}, "a rank sent SIGTERM may be the cause"),
+        ({}, "nobody lost a rank"),
+    ],
+)
+def test_the_lost_rank_is_named_only_when_it_alone_left_no_record(
+    tmp_path: Path, stops: dict[str, Any], why: str
+) -> None:
+    job = _job({0: 242, 1: 22, 2: 242}, 0.0037)  # rank 2 sent SIGTERM: exact, still tied
+    verdicts = write_job_view(tmp_path, job, world_size=3, **stops).verdicts
+    assert verdicts["job/stopped_first_evidence"] != "lost_peer", why
+    if "raised" in stops:
+        assert verdicts["job/stopped_first_rank"] == 2  # its own exception names it
+    else:
+        assert verdicts["job/stopped_first_rank"] == -1
+    if stops.get("lost_peer"):
+        assert "lost a peer: rank 0 (raised on losing the connection to another rank)" in (
+            verdict_lines(verdicts)
+        )
+
+
+def test_a_rank_with_a_stop_record_is_never_the_one_that_left_none(tmp_path: Path) -> None:
+    """Rank 1 was sent SIGTERM and rank 0 lost it: rank 1 left a record, so nobody is
+    named for leaving none; nor is the one rank of a job of one."""
+    both = write_job_view(
+        _dir(tmp_path, "two"), _job({0: 40, 1: 40}), world_size=2, lost_peer=[0], terminated=[1]
+    ).verdicts
+    assert (both["job/stopped_first_rank"], both["job/stopped_first_evidence"]) == (-1, "")
+    alone = write_job_view(_dir(tmp_path, "one"), _job({0: 40}), world_size=1).verdicts
+    assert (alone["job/stopped_first_rank"], alone["job/stopped_first_evidence"]) == (-1, "")
+
+
+@pytest.mark.parametrize("lost_peer", [[-1], ["1"], [True], "0", None])
+def test_lost_peer_must_hold_ranks(tmp_path: Path, lost_peer: object) -> None:
+    with pytest.raises(JobViewError, match="lost_peer"):
+        write_job_view(tmp_path, _job({0: 3}), world_size=1, lost_peer=lost_peer)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("terminated", [[-1], ["1"], [True], "0", None])
 def test_terminated_must_hold_ranks(tmp_path: Path, terminated: object) -> None:
     with pytest.raises(JobViewError, match="terminated"):

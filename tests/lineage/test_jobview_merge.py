@@ -320,13 +320,41 @@ def test_a_new_start_record_removes_an_earlier_runs_stop_record(tmp_path: Path) 
     write_train_start(directory, TrainLineageInfo())
     assert read_train_stop(directory) is None
     assert os.stat(write_train_stop(directory, "X" * 500)).st_mode & 0o077 == 0  # private
-    assert read_train_stop(directory) == ("X" * 200, ANY, ANY, None)
+    assert read_train_stop(directory) == ("X" * 200, ANY, ANY, None, False)
     (directory / TRAIN_STOP_FILE_NAME).write_text('{"exception": "E", "wall_time": "soon"}')
-    assert read_train_stop(directory) == ("E", None, None, None)  # what it cannot read: None
+    assert read_train_stop(directory) == ("E", None, None, None, False)  # unreadable: None
     write_train_stop(directory, "Terminated", signal="SIGTERM")
-    assert read_train_stop(directory) == ("Terminated", ANY, ANY, "SIGTERM")
-    (directory / TRAIN_STOP_FILE_NAME).write_text('{"exception": "E", "signal": "SIGKILL"}')
-    assert read_train_stop(directory) == ("E", None, None, None)  # not a signal it knows
+    assert read_train_stop(directory) == ("Terminated", ANY, ANY, "SIGTERM", False)
+    write_train_stop(directory, "RuntimeError", lost_peer=True)
+    assert read_train_stop(directory) == ("RuntimeError", ANY, ANY, None, True)
+    (directory / TRAIN_STOP_FILE_NAME).write_text(
+        '{"exception": "E", "signal": "SIGKILL", "lost_peer": 1}'
+    )
+    assert read_train_stop(directory) == ("E", None, None, None, False)  # not what it writes
+
+
+def test_a_stop_record_refuses_a_lost_peer_that_is_not_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(LineageParamTypeError, match=re.escape("lost_peer must be a bool, got 1")):
+        write_train_stop(tmp_path, "RuntimeError", lost_peer=1)  # type: ignore[arg-type]
+    assert not (tmp_path / TRAIN_STOP_FILE_NAME).exists()
+
+
+def test_the_merge_names_the_rank_the_others_lost_not_one_that_lost_it(tmp_path: Path) -> None:
+    """Rank 0's record says it raised on losing its connection (torchrun, rank 1 killed):
+    the merge hands it over as such, not as the rank's own exception."""
+    job = tmp_path / "job"
+    for rank, last in ((0, 242), (1, 22)):
+        with SummaryRecord(job / f"rank_{rank}", rank=rank) as record:
+            for step in range(1, last + 1):
+                record.add_value("scalar", "rankscribe/step_time", 0.0037)
+                record.record(step)
+    write_train_stop(job / "rank_0", "RuntimeError", lost_peer=True)
+    verdicts = merge_run_dir(job).lineage.section("user_defined")
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        1,
+        "lost_peer",
+    )
+    assert verdicts["job/lost_peer_ranks"] == "0"
 
 
 @pytest.mark.parametrize("signal", ["SIGKILL", "sigterm", 15, ""])

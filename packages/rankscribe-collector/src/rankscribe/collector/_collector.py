@@ -71,7 +71,7 @@ from rankscribe.collector.jobview._settings import (
     check_on_verdict,
 )
 from rankscribe.collector.jobview._timings import StepTimings
-from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder
+from rankscribe.collector.run._lineage import DEFAULT_MERGE_TIMEOUT, LineageRecorder, lost_a_peer
 from rankscribe.collector.run._run import CollectorRun
 from rankscribe.collector.system._sampler import SystemSampler, check_system_interval
 from rankscribe.jobview.feed import LiveRankView, VerdictCallback
@@ -371,15 +371,19 @@ class SummaryCollector(Callback):
     ) -> None:
         self._entered = False
         if exc_type is not None and self._training:
-            self._say_interrupted(exc_type)
+            self._say_interrupted(exc_type, exc)
         self._close()
 
-    def _say_interrupted(self, exc_type: type[BaseException] | None) -> None:
-        """Training stopped by an exception (``exc_type``; None: the process exits and
-        training never ended): on every rank of several, an ``Exception`` is kept in the
-        rank's stop record (the job view names the rank that raised: docs/job-view.md,
-        "Where each rank stopped"), and so is a SIGTERM's ``Terminated``, marked as the
-        signal's (the rank did not raise on its own); on rank 0, say how to merge.
+    def _say_interrupted(
+        self, exc_type: type[BaseException] | None, error: BaseException | None = None
+    ) -> None:
+        """Training stopped by an exception (``exc_type``, ``error`` when known; None: the
+        process exits and training never ended): on every rank of several, an
+        ``Exception`` is kept in the rank's stop record (the job view names the rank that
+        raised: docs/job-view.md, "Where each rank stopped"), marked when it says the rank
+        lost another rank (``run._lineage.lost_a_peer``), and so is a SIGTERM's
+        ``Terminated``, marked as the signal's (the rank did not raise on its own); on
+        rank 0, say how to merge.
 
         The job's lineage is merged at the end of training, which never came; the
         ranks' files and their training start records are on disk, and
@@ -396,7 +400,9 @@ class SummaryCollector(Callback):
             if issubclass(exc_type, Terminated):
                 self._lineage.stop_training(directory, exc_type.__name__, signal="SIGTERM")
             elif issubclass(exc_type, Exception):
-                self._lineage.stop_training(directory, exc_type.__name__)
+                self._lineage.stop_training(
+                    directory, exc_type.__name__, lost_peer=lost_a_peer(error)
+                )
         if info.rank != 0:
             return
         why = "the process exited" if exc_type is None else exc_type.__name__

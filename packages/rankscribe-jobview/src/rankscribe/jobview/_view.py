@@ -329,6 +329,7 @@ def write_job_view(
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Sequence[int] = (),
+    lost_peer: Sequence[int] = (),
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -359,6 +360,10 @@ def write_job_view(
         terminated: the ranks whose training a SIGTERM stopped (their stop records
             say so): each wrote every step it ran; when every rank was, none stopped
             first (``docs/job-view.md``, "Where each rank stopped").
+        lost_peer: the ranks whose training raised on losing its connection to
+            another rank (their stop records say so): not the rank that raised first;
+            where every other rank that may have stopped first did, the one rank that
+            left no stop record is named.
         straggler_evidence: the straggler rule's evidence, when it was reduced
             elsewhere (blocks of steps, a tree of ranks); by default it comes
             from ``series`` (:func:`timing_evidence`).
@@ -375,6 +380,7 @@ def write_job_view(
     directory = _check_arguments(job_dir, series, world_size, missing)
     check_ranks("failed", failed)
     check_ranks("terminated", terminated)
+    check_ranks("lost_peer", lost_peer)
     _check_raised(raised)
     _check_raised_at(raised_at)
     check_bool("tensorboard", tensorboard)
@@ -405,6 +411,7 @@ def write_job_view(
         raised=raised or {},
         raised_at=raised_at or {},
         terminated=terminated,
+        lost_peer=lost_peer,
         evidence=straggler_evidence,
         settings=verdict_settings,
         # A job the live view watched: its straggler keeps the onset it was named with,

@@ -311,7 +311,7 @@ def _say_unended_runs() -> None:
     exc_type = type(error) if isinstance(error, BaseException) else None
     for run in list(_training_runs):
         if run.training:
-            run.collector._say_interrupted(exc_type)
+            run.collector._say_interrupted(exc_type, error if exc_type is not None else None)
 
 
 before_abort(_say_unended_runs)  # (an MPI job's abort skips the exit handlers)

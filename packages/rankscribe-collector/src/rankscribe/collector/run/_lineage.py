@@ -82,13 +82,54 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_MERGE_TIMEOUT",
+    "LOST_PEER_MESSAGES",
     "JobLineageMerger",
     "LineageRecorder",
     "lineage_arguments",
+    "lost_a_peer",
 ]
 
 #: Seconds rank 0 waits for the other ranks' lineage at the end of a run.
 DEFAULT_MERGE_TIMEOUT = 60.0
+
+#: What the collective libraries say when a rank lost its connection to another rank,
+#: each (library, what it says), lowercase: gloo's reads and writes on a connection the
+#: other rank's end closed ("Connection closed by peer", "Read error ...: Connection reset
+#: by peer", "Broken pipe"), torch's own sockets' (the store's, c10d: "Remote peer closed
+#: the connection"), and NCCL's ("remote process exited or there was a network error").
+#: A message must name its library too: a dataset's download whose server reset the
+#: connection is the rank's own failure, not a lost rank.
+LOST_PEER_MESSAGES = (
+    ("gloo", "connection closed by peer"),
+    ("gloo", "connection reset by peer"),
+    ("gloo", "broken pipe"),
+    ("", "remote peer closed the connection"),
+    ("nccl", "remote process exited"),
+)
+#: How many exceptions of a chain (``__cause__``, else ``__context__``) are read.
+_CHAIN_DEPTH = 8
+#: How much of an exception's message is read.
+_MESSAGE_CHARACTERS = 4096
+
+
+def lost_a_peer(error: BaseException | None) -> bool:
+    """Whether ``error``, or one it was raised from or while handling, says its rank lost
+    its connection to another rank (:data:`LOST_PEER_MESSAGES`, or torch's
+    ``DistNetworkError``): the exception is then a consequence of that rank's end, which
+    the job view's stop verdict weighs (``docs/job-view.md``, "Where each rank stopped")."""
+    for _ in range(_CHAIN_DEPTH):
+        if error is None:
+            return False
+        if type(error).__name__ == "DistNetworkError":
+            return True
+        try:
+            text = str(error)[:_MESSAGE_CHARACTERS].lower()
+        except Exception:  # an exception whose str() raises says nothing
+            text = ""
+        if any(library in text and said in text for library, said in LOST_PEER_MESSAGES):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def lineage_arguments(
@@ -182,13 +223,19 @@ class LineageRecorder:
             )
 
     def stop_training(
-        self, directory: str | os.PathLike[str], exception: str, *, signal: str | None = None
+        self,
+        directory: str | os.PathLike[str],
+        exception: str,
+        *,
+        signal: str | None = None,
+        lost_peer: bool = False,
     ) -> None:
         """Training stopped on ``exception`` (its class name; raised by ``signal``, or by
-        the program when None): kept in ``directory``'s stop record for the job view's
+        the program when None; ``lost_peer``: it said the rank lost another rank,
+        :func:`lost_a_peer`): kept in ``directory``'s stop record for the job view's
         stop verdict. A failure to write it is logged."""
         try:
-            write_train_stop(directory, exception, signal=signal)
+            write_train_stop(directory, exception, signal=signal, lost_peer=lost_peer)
         except Exception as error:  # a best effort: the exception raised is the caller's
             logger.warning("The training stop record in %s is not written: %s", directory, error)
 

@@ -37,7 +37,7 @@ from rankscribe.lineage.merge._stream import job_statistics_of_dirs
 from rankscribe.lineage.record._lineage_file import write_merged_lineage
 from rankscribe.lineage.record._names import rank_of_dir_name
 from rankscribe.lineage.record._parser import RunLineage
-from rankscribe.lineage.record._train_start import parse_rank_run, read_train_stop
+from rankscribe.lineage.record._train_start import TrainStop, parse_rank_run, read_train_stop
 from rankscribe.ranks.files import (
     MAX_RANK_DIR_PROBLEMS,
     RANK_DIRS_FILE_NAME,
@@ -387,19 +387,21 @@ def merge_run_dir(
                     metrics=metrics,
                     host=host,
                     # The ranks whose training stopped on an exception (their stop records):
-                    # raised by the program, or by a SIGTERM sent to the rank.
-                    raised={
-                        rank: stop.exception for rank, stop in stops.items() if stop.signal is None
-                    },
+                    # raised by the program, by a SIGTERM sent to the rank, or on losing
+                    # the connection to another rank.
+                    raised={rank: stop.exception for rank, stop in stops.items() if _own(stop)},
                     raised_at={
                         rank: (stop.host, stop.wall_time)
                         for rank, stop in stops.items()
-                        if stop.signal is None
-                        and stop.host is not None
-                        and stop.wall_time is not None
+                        if _own(stop) and stop.host is not None and stop.wall_time is not None
                     },
                     terminated=sorted(
                         rank for rank, stop in stops.items() if stop.signal == "SIGTERM"
+                    ),
+                    lost_peer=sorted(
+                        rank
+                        for rank, stop in stops.items()
+                        if stop.lost_peer and stop.signal is None
                     ),
                 )
                 merged.sections["user_defined"].update(view.verdicts)
@@ -413,6 +415,12 @@ def merge_run_dir(
     if missing:
         logger.warning("merged %s without ranks %s", directory, ranges_text(missing, limit=300))
     return MergeOutcome(path, merged, sorted(lineages), _listed(missing), view, missing)
+
+
+def _own(stop: TrainStop) -> bool:
+    """Whether a stop record's exception was the rank's own: not a signal's, and not one
+    that said the rank lost its connection to another rank."""
+    return stop.signal is None and not stop.lost_peer
 
 
 def _listed(runs: list[tuple[int, int]]) -> list[int]:

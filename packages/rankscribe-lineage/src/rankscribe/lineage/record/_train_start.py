@@ -24,8 +24,10 @@ Beside it, a rank whose training stopped on an exception writes its stop record
 merge hands the names to the job view, whose stop verdict names the rank that raised
 among those that may have stopped first (``docs/job-view.md``, "Where each rank
 stopped"). A rank whose training a SIGTERM stopped says so in its record (``signal``):
-it did not raise on its own, and it wrote every step it ran. A new start record removes
-an earlier run's stop record.
+it did not raise on its own, and it wrote every step it ran; and so does a rank whose
+exception said it lost its connection to another rank (``lost_peer``: under torchrun, the
+ranks left raise so when one is killed). A new start record removes an earlier run's stop
+record.
 """
 
 from __future__ import annotations
@@ -98,11 +100,17 @@ STOP_SIGNALS = ("SIGTERM",)
 
 
 def write_train_stop(
-    directory: str | os.PathLike[str], exception: str, *, signal: str | None = None
+    directory: str | os.PathLike[str],
+    exception: str,
+    *,
+    signal: str | None = None,
+    lost_peer: bool = False,
 ) -> str:
     """Write ``directory``'s stop record: its training stopped on ``exception`` (a class
     name; the first 200 characters kept), raised by ``signal`` (one of
-    :data:`STOP_SIGNALS`; None: by the program itself). Returns its path."""
+    :data:`STOP_SIGNALS`; None: by the program itself); ``lost_peer``: the exception
+    said the rank lost its connection to another rank (a consequence of that rank's
+    end, not a fault of its own). Returns its path."""
     target = check_path("directory", directory)
     if not isinstance(exception, str) or not exception:
         raise LineageParamTypeError(
@@ -112,6 +120,8 @@ def write_train_stop(
         raise LineageParamValueError(
             f"signal must be None or one of {', '.join(STOP_SIGNALS)}, got {signal!r}"
         )
+    if not isinstance(lost_peer, bool):
+        raise LineageParamTypeError(f"lost_peer must be a bool, got {lost_peer!r}")
     record: dict[str, object] = {
         "exception": exception[:_MAX_EXCEPTION_NAME],
         "wall_time": time.time(),
@@ -119,20 +129,24 @@ def write_train_stop(
     }
     if signal is not None:
         record["signal"] = signal
+    if lost_peer:
+        record["lost_peer"] = True
     text = json.dumps(record)
     return atomic_write(os.path.join(target, TRAIN_STOP_FILE_NAME), [text.encode()])
 
 
 class TrainStop(NamedTuple):
     """A rank's stop record: the exception its training stopped on, when and where the
-    record was written (None where the record lacks them), and the signal that raised
+    record was written (None where the record lacks them), the signal that raised
     the exception (None: the program raised it; a record naming another signal than
-    :data:`STOP_SIGNALS` counts as none)."""
+    :data:`STOP_SIGNALS` counts as none), and whether the exception said the rank lost
+    its connection to another rank."""
 
     exception: str
     wall_time: float | None
     host: str | None
     signal: str | None = None
+    lost_peer: bool = False
 
 
 def read_train_stop(directory: str | os.PathLike[str]) -> TrainStop | None:
@@ -167,6 +181,7 @@ def read_train_stop(directory: str | os.PathLike[str]) -> TrainStop | None:
         when,
         host[:_MAX_HOST_NAME] if isinstance(host, str) and host else None,
         signal if signal in STOP_SIGNALS else None,
+        record.get("lost_peer") is True,
     )
 
 

@@ -134,28 +134,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
             for rank in str(nonfinite).split(",")
         )
         lines.append(f"non-finite loss: {firsts}")
-    stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
-    evidence = user_defined.get("job/stopped_first_evidence", "")
-    if stopped >= 0:
-        how = " (reported by the launcher)" if evidence == "launcher" else ""
-        if evidence == "exception":
-            lead = _number(user_defined.get("job/stopped_first_lead_seconds"))
-            before = f", {lead:.2f} s before any other rank's" if math.isfinite(lead) else ""
-            exception = user_defined.get("job/stopped_first_exception", "?")
-            how = f" (its training raised {exception}{before})"
-        early = user_defined.get("job/stopped_early_ranks")
-        lines.append(
-            f"stopped first: rank {stopped} at step "
-            f"{user_defined.get('job/stopped_first_step')}{how}"
-            + (f" (stopped early: {_ranks_phrase(early)})" if early else "")
-        )
-    elif evidence == "undetermined":
-        lines.append(_undetermined_stop(user_defined))
-    sigterm = user_defined.get("job/sigterm_ranks", "")
-    if evidence == "sigterm":
-        lines.append(_sigterm_stop(user_defined))
-    elif sigterm:
-        lines.append(f"sent SIGTERM: {_ranks_phrase(sigterm)} (each wrote every step it ran)")
+    lines.extend(_stop_lines(user_defined))
     untimed = user_defined.get("job/untimed_ranks", "")
     if untimed:
         lines.append(
@@ -165,6 +144,51 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
     if missing:
         lines.append(f"missing: {_ranks_phrase(missing)}")
     return lines
+
+
+def _stop_lines(user_defined: Mapping[str, Any]) -> list[str]:
+    """Where the ranks stopped: the rank that stopped first, or why none is named, and
+    the ranks whose stop records say they lost a peer or were sent SIGTERM."""
+    lines: list[str] = []
+    stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
+    evidence = user_defined.get("job/stopped_first_evidence", "")
+    losing = user_defined.get("job/lost_peer_ranks", "")
+    if stopped >= 0:
+        lines.append(_named_stop(user_defined, stopped, evidence, losing))
+    elif evidence == "undetermined":
+        lines.append(_undetermined_stop(user_defined))
+    if losing and evidence != "lost_peer":
+        lines.append(
+            f"lost a peer: {_ranks_phrase(losing)} (raised on losing the connection to "
+            "another rank)"
+        )
+    sigterm = user_defined.get("job/sigterm_ranks", "")
+    if evidence == "sigterm":
+        lines.append(_sigterm_stop(user_defined))
+    elif sigterm:
+        lines.append(f"sent SIGTERM: {_ranks_phrase(sigterm)} (each wrote every step it ran)")
+    return lines
+
+
+def _named_stop(user_defined: Mapping[str, Any], stopped: int, evidence: Any, losing: Any) -> str:
+    """The sentence naming the rank that stopped first, with the evidence that named it."""
+    how = " (reported by the launcher)" if evidence == "launcher" else ""
+    if evidence == "lost_peer":
+        how = (
+            f" (its last recorded step; it left no stop record, and {_ranks_phrase(losing)} "
+            "raised on losing the connection to another rank)"
+        )
+    if evidence == "exception":
+        lead = _number(user_defined.get("job/stopped_first_lead_seconds"))
+        before = f", {lead:.2f} s before any other rank's" if math.isfinite(lead) else ""
+        exception = user_defined.get("job/stopped_first_exception", "?")
+        how = f" (its training raised {exception}{before})"
+    early = user_defined.get("job/stopped_early_ranks")
+    return (
+        f"stopped first: rank {stopped} at step "
+        f"{user_defined.get('job/stopped_first_step')}{how}"
+        + (f" (stopped early: {_ranks_phrase(early)})" if early else "")
+    )
 
 
 #: The most ranks an undetermined stop lists with their last steps (more: the range).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -415,6 +415,7 @@ def _stops(
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Collection[int] = (),
+    lost_peer: Collection[int] = (),
 ) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
@@ -442,6 +443,13 @@ def _stops(
     were, they are listed (``job/sigterm_ranks``) and the rule above decides: a launcher
     sends SIGTERM to the ranks left when one dies (torchrun), and a scheduler may send it
     to one node's ranks, whose peers the launcher then kills.
+
+    ``lost_peer``: the ranks whose training raised on losing its connection to another
+    rank (their stop records): their exceptions are consequences, not in ``raised``.
+    Where the ranks that may have stopped first are such ranks and exactly one rank that
+    left no stop record at all (not in ``raised``, ``terminated`` or ``lost_peer``: killed,
+    as torchrun's workers are by the out-of-memory killer), that one is named
+    (``lost_peer`` evidence, at its last recorded step): the others lost it.
     """
     last = {rank: step for rank, step in statistics.last_steps.items() if step is not None}
     raised = {} if raised is None else raised
@@ -459,6 +467,10 @@ def _stops(
     verdicts["job/stopped_first_step"] = NONE
     verdicts["job/stopped_early_ranks"] = ""
     verdicts["job/stopped_first_evidence"] = ""
+    stops = _StopRecords(raised, raised_at, terminated, lost_peer)
+    losing = sorted(set(lost_peer) & set(last))
+    if losing:
+        verdicts["job/lost_peer_ranks"] = ranges_text(losing)
     if sent:
         verdicts["job/sigterm_ranks"] = ranges_text(sent)
         if len(sent) == len(last):
@@ -473,36 +485,80 @@ def _stops(
         # step never is), one pass rather than a comparison per pair of ranks.
         least = min(reach.values())
         first = sorted(rank for rank, step in last.items() if step <= least)
-        reported = [rank for rank in first if rank in set(failed)]
-        raising = [rank for rank in first if rank in raised]
         verdicts["job/stopped_first_step"] = _int_value(earliest)
         # Surely early: before the latest last step with all it may not have written.
         verdicts["job/stopped_early_ranks"] = _ranks_text(r for r in last if reach[r] < latest)
         if len(first) == 1:
             verdicts["job/stopped_first_rank"] = first[0]
             verdicts["job/stopped_first_evidence"] = "last_step"
-        elif (named := _raised_first(raising, last, raised, raised_at)) is not None:
+        elif (named := _named(first, last, failed, stops)) is not None:
             verdicts.update(named)
-        elif len(reported) == 1:
-            verdicts["job/stopped_first_rank"] = reported[0]
-            verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
-            verdicts["job/stopped_first_evidence"] = "launcher"
         else:
             verdicts["job/stopped_first_evidence"] = "undetermined"
             verdicts["job/stopped_first_tied_ranks"] = ranges_text(first)
-    elif last:
+    elif last and (named := _named(sorted(last), last, failed, stops)) is not None:
         # Every rank reached the same step (lock-step launchers kill everyone within
-        # a step, and a clean run looks the same): only the rank that raised, or the
+        # a step, and a clean run looks the same): only the ranks' stop records, or the
         # launcher, can tell.
-        reported = sorted(set(failed) & set(last))
-        raising = sorted(set(raised) & set(last))
-        if (named := _raised_first(raising, last, raised, raised_at)) is not None:
-            verdicts.update(named)
-        elif len(reported) == 1:
-            verdicts["job/stopped_first_rank"] = reported[0]
-            verdicts["job/stopped_first_step"] = _int_value(last[reported[0]])
-            verdicts["job/stopped_first_evidence"] = "launcher"
+        verdicts.update(named)
     return verdicts
+
+
+class _StopRecords(NamedTuple):
+    """What the ranks' stop records say (:func:`_stops`' arguments of the same names)."""
+
+    raised: Mapping[int, str]
+    raised_at: Mapping[int, tuple[str, float]]
+    terminated: Collection[int]
+    lost_peer: Collection[int]
+
+
+def _named(
+    first: Sequence[int], last: Mapping[int, int], failed: Sequence[int], stops: _StopRecords
+) -> Verdicts | None:
+    """The verdict naming one rank of ``first`` (the ranks that may have stopped first) by
+    the ranks' stop records, else the launcher's report; None when none decides."""
+    raising = [rank for rank in first if rank in stops.raised]
+    named = _raised_first(raising, last, stops.raised, stops.raised_at)
+    if named is not None:
+        return named
+    lost = _lost_by_the_others(first, stops.raised, stops.terminated, stops.lost_peer)
+    if lost is not None:
+        return {
+            "job/stopped_first_rank": lost,
+            "job/stopped_first_step": _int_value(last[lost]),
+            "job/stopped_first_evidence": "lost_peer",
+        }
+    reported = [rank for rank in first if rank in set(failed)]
+    if len(reported) == 1:
+        return {
+            "job/stopped_first_rank": reported[0],
+            "job/stopped_first_step": _int_value(last[reported[0]]),
+            "job/stopped_first_evidence": "launcher",
+        }
+    return None
+
+
+def _lost_by_the_others(
+    first: Sequence[int],
+    raised: Mapping[int, str],
+    terminated: Collection[int],
+    lost_peer: Collection[int],
+) -> int | None:
+    """The one rank of ``first`` (the ranks that may have stopped first) that left no stop
+    record, when each of the others raised on losing its connection to another rank; None
+    when that does not decide (a rank of them raised on its own or was sent SIGTERM: either
+    may have been the cause; two left no record; none lost a rank)."""
+    losing = set(lost_peer)
+    silent = [
+        rank
+        for rank in first
+        if rank not in raised and rank not in terminated and rank not in losing
+    ]
+    if len(silent) != 1 or not any(rank in losing for rank in first):
+        return None
+    others = [rank for rank in first if rank != silent[0]]
+    return silent[0] if all(rank in losing for rank in others) else None
 
 
 def _raised_first(
@@ -580,6 +636,7 @@ def job_verdicts(
     raised: Mapping[int, str] | None = None,
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Collection[int] = (),
+    lost_peer: Collection[int] = (),
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -592,8 +649,8 @@ def job_verdicts(
     after it under every timing, unless ``onsets`` gives it one (as the live view's
     own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
     ``raised``: rank -> the exception its training stopped on, ``raised_at``: rank ->
-    (host, wall time) of its stop record, ``terminated``: the ranks a SIGTERM stopped
-    (:func:`_stops`).
+    (host, wall time) of its stop record, ``terminated``: the ranks a SIGTERM stopped,
+    ``lost_peer``: the ranks that raised on losing another rank (:func:`_stops`).
     """
     times = step_times(statistics)
     quick = recent_step_seconds(times.dense)
@@ -630,6 +687,7 @@ def job_verdicts(
             raised=raised,
             raised_at=raised_at,
             terminated=terminated,
+            lost_peer=lost_peer,
         )
     )
     return verdicts, times
