@@ -533,6 +533,19 @@ def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
     assert len(coordinator.merge_payloads()) == 1  # rank 0 is not left waiting for this rank
 
 
+def raising_at(number: int, error: BaseException) -> Any:
+    """A step that raises ``error`` at its ``number``-th call."""
+    steps = [0]
+
+    def step(batch: Any) -> float:
+        steps[0] += 1
+        if steps[0] == number:
+            raise error
+        return 0.5
+
+    return step
+
+
 @pytest.mark.parametrize(
     ("world_size", "error", "kept"),
     [
@@ -544,14 +557,7 @@ def test_a_rank_whose_lineage_fails_still_takes_part_in_the_merge(
 def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
     model: Any, tmp_path: Path, world_size: int, error: BaseException, kept: str | None
 ) -> None:
-    steps = [0]
-
-    def step(batch: Any) -> float:
-        steps[0] += 1
-        if steps[0] == 3:
-            raise error
-        return 0.5
-
+    step = raising_at(3, error)
     rank = world_size - 1
     info = RankInfo(
         rank=rank,
@@ -618,14 +624,7 @@ def test_a_rank_that_raised_on_losing_another_says_so_in_its_stop_record(
     """Under torchrun a rank killed (by the out-of-memory killer) leaves no record, and the
     rank waiting for it in a collective raises the library's error: a consequence, which
     the job view does not take for the rank's own fault."""
-    steps = [0]
-
-    def step(batch: Any) -> float:
-        steps[0] += 1
-        if steps[0] == 3:
-            raise error
-        return 0.5
-
+    step = raising_at(3, error)
     info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
     with pytest.raises(type(error)):
         run(model, tmp_path, step=step, rank_info=info, coordinator=FakeCoordinator(rank=1))
