@@ -97,8 +97,9 @@ DEFAULT_MERGE_TIMEOUT = 60.0
 #: other rank's end closed ("Connection closed by peer", "Read error ...: Connection reset
 #: by peer", "Broken pipe"), torch's own sockets' (the store's, c10d: "Remote peer closed
 #: the connection"), and NCCL's ("remote process exited or there was a network error").
-#: A message must name its library too: a dataset's download whose server reset the
-#: connection is the rank's own failure, not a lost rank.
+#: A message must name its library too (torch's store's words are its own: no library
+#: named): a dataset's download whose server reset the connection is the rank's own
+#: failure, not a lost rank.
 LOST_PEER_MESSAGES = (
     ("gloo", "connection closed by peer"),
     ("gloo", "connection reset by peer"),
