@@ -172,25 +172,21 @@ def abort_if_uncaught(mpi: Any) -> bool:
 _OUTPUT_READ_SECONDS = 1.0
 
 
-def _wait_for_output_read(timeout: float = _OUTPUT_READ_SECONDS) -> bool:
+def _wait_for_output_read(timeout: float = _OUTPUT_READ_SECONDS) -> None:
     """Wait, at most ``timeout`` seconds, until whoever reads this process's standard
     output and error through a pipe (``mpiexec``'s proxy, torchrun) has read every byte
-    written to them; True when it has (or they are not pipes).
+    written to them (no wait where they are not pipes).
 
     Called just before this process ends the job: MPICH's launcher, killing every rank at
     an abort, drops what it has not read yet, which was the end of the traceback (the
     error's own line) in 1 job of 15 here.
     """
-    pipes = [fd for fd in (1, 2) if _is_pipe(fd)]
     deadline = time.monotonic() + timeout
-    while pipes:
-        pipes = [fd for fd in pipes if _unread_bytes(fd) > 0]
-        if not pipes:
-            break
-        if time.monotonic() >= deadline:
-            return False
+    pipes = [fd for fd in (1, 2) if _is_pipe(fd)]
+    while (pipes := [fd for fd in pipes if _unread_bytes(fd) > 0]) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.005)
-    return True
 
 
 def _is_pipe(fd: int) -> bool:
