@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -547,15 +549,22 @@ def raising_at(number: int, error: BaseException) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("world_size", "error", "kept"),
+    ("world_size", "error", "kept", "signal"),
     [
-        (2, RuntimeError("data error"), "RuntimeError"),
-        (2, KeyboardInterrupt(), None),  # Ctrl-C reaches every rank: it names none
-        (1, RuntimeError("data error"), None),  # one process: no job to tell
+        (2, RuntimeError("data error"), "RuntimeError", None),
+        # Ctrl-C reaches every rank (mpiexec hands it on): the record says it was SIGINT's
+        (2, KeyboardInterrupt(), "KeyboardInterrupt", "SIGINT"),
+        (1, RuntimeError("data error"), None, None),  # one process: no job to tell
+        (1, KeyboardInterrupt(), None, None),
     ],
 )
 def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
-    model: Any, tmp_path: Path, world_size: int, error: BaseException, kept: str | None
+    model: Any,
+    tmp_path: Path,
+    world_size: int,
+    error: BaseException,
+    kept: str | None,
+    signal: str | None,
 ) -> None:
     step = raising_at(3, error)
     rank = world_size - 1
@@ -579,7 +588,58 @@ def test_a_rank_whose_training_raises_keeps_it_in_its_stop_record(
     directory = tmp_path / f"rank_{rank}" if world_size > 1 else tmp_path
     stop = read_train_stop(directory)
     assert (stop.exception if stop is not None else None) == kept
+    assert (stop.signal if stop is not None else None) == signal
     assert (directory / TRAIN_STOP_FILE_NAME).exists() == (kept is not None)
+
+
+#: Called with (source, destination) at each rename of this process (an audit hook, which
+#: cannot be removed: it calls these only while a test has put one here).
+RENAMES: list[Callable[[str, str], None]] = []
+
+
+def _on_audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "os.rename" and RENAMES:
+        for listener in list(RENAMES):
+            listener(os.fsdecode(args[0]), os.fsdecode(args[1]))
+
+
+def test_a_ctrl_c_stop_record_is_written_once_the_ranks_files_are_closed(
+    model: Any, tmp_path: Path
+) -> None:
+    """The record says the rank wrote every step it ran: it comes into place (renamed,
+    written whole) after its files are final (read-only), never before (a rank killed
+    meanwhile leaves none)."""
+    modes_then: list[list[int]] = []
+
+    def look(source: str, destination: str) -> None:
+        if destination.endswith(TRAIN_STOP_FILE_NAME):
+            files = sorted((tmp_path / "rank_1").glob("*_MS"))
+            modes_then.append([path.stat().st_mode & 0o777 for path in files])
+
+    if _on_audit not in AUDIT_HOOKS:
+        sys.addaudithook(_on_audit)
+        AUDIT_HOOKS.append(_on_audit)
+    RENAMES.append(look)
+    info = RankInfo(rank=1, world_size=2, local_rank=1, local_size=2, host="h", launcher="pmi")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(
+                model,
+                tmp_path,
+                batches=4,
+                step=raising_at(3, KeyboardInterrupt()),
+                rank_info=info,
+                coordinator=FakeCoordinator(rank=1),
+            )
+    finally:
+        RENAMES.remove(look)
+    assert modes_then == [[0o400]]
+    stop = read_train_stop(tmp_path / "rank_1")
+    assert stop is not None and (stop.exception, stop.signal) == ("KeyboardInterrupt", "SIGINT")
+
+
+#: The audit hooks this module added (at most one, for the whole session).
+AUDIT_HOOKS: list[Callable[[str, tuple[Any, ...]], None]] = []
 
 
 class DistNetworkError(RuntimeError):

@@ -34,8 +34,16 @@ pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 
 
-def _fit(lightning: Any, integration: Any, directory: Path, fail_at: int | None) -> str:
-    """A 4-step fit whose step ``fail_at`` raises; the job's directory."""
+def _fit(
+    lightning: Any,
+    integration: Any,
+    directory: Path,
+    fail_at: int | None,
+    error: BaseException | None = None,
+) -> str:
+    """A 4-step fit whose step ``fail_at`` raises ``error`` (a RuntimeError by default);
+    the job's directory."""
+    raised = RuntimeError("the data ran out") if error is None else error
 
     class Tiny(lightning.LightningModule):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
@@ -44,7 +52,7 @@ def _fit(lightning: Any, integration: Any, directory: Path, fail_at: int | None)
 
         def training_step(self, batch: Any, index: int) -> Any:
             if index == fail_at:
-                raise RuntimeError("the data ran out")
+                raise raised
             features, target = batch
             return torch.nn.functional.mse_loss(self.layer(features), target)
 
@@ -59,6 +67,14 @@ def _fit(lightning: Any, integration: Any, directory: Path, fail_at: int | None)
     loader = torch.utils.data.DataLoader(data, batch_size=4)
     if fail_at is None:
         trainer.fit(Tiny(), loader)
+    elif isinstance(raised, KeyboardInterrupt):
+        # Lightning ends a fit that Ctrl-C stopped by sys.exit(1), SIGINT left ignored.
+        handler = signal.getsignal(signal.SIGINT)
+        try:
+            with pytest.raises(SystemExit):
+                trainer.fit(Tiny(), loader)
+        finally:
+            signal.signal(signal.SIGINT, handler)
     else:
         with pytest.raises(RuntimeError, match="the data ran out"):
             trainer.fit(Tiny(), loader)
@@ -88,6 +104,27 @@ def test_rank_zero_of_a_failed_fit_says_how_to_merge(
     caplog.clear()
     _fit(lightning, integration, tmp_path / "finished", fail_at=None)
     assert [r for r in caplog.records if "rankscribe-lineage merge" in r.getMessage()] == []
+
+
+def test_a_fit_that_ctrl_c_stopped_keeps_the_signal_in_its_stop_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lightning names the KeyboardInterrupt to its loggers (``on_exception``, then
+    ``finalize("failed")``): the rank's files are closed, then its record says SIGINT."""
+    lightning = pytest.importorskip("lightning.pytorch")
+    from rankscribe.collector import lightning as integration
+
+    rank = RankInfo(0, 2, 0, 2, "host", "pmi")
+
+    class RankZeroOfTwo(SummaryCollector):
+        def __init__(self, summary_dir: Any, **options: Any) -> None:
+            options.update(rank_info=rank, coordinator=RankZeroAlone(rank))
+            super().__init__(summary_dir, **options)
+
+    monkeypatch.setattr(integration, "SummaryCollector", RankZeroOfTwo)
+    job = Path(_fit(lightning, integration, tmp_path, fail_at=2, error=KeyboardInterrupt()))
+    assert read_train_stop(job / "rank_0") == ("KeyboardInterrupt", ANY, ANY, "SIGINT", False)
+    assert [path.stat().st_mode & 0o777 for path in (job / "rank_0").glob("*_MS")] == [0o400]
 
 
 #: Rank 0 of 2 in a script's process: the integration's collectors are made so.

@@ -297,6 +297,69 @@ def test_only_the_ranks_with_steps_count_toward_every_rank_sent_sigterm(tmp_path
     assert verdicts["job/sigterm_ranks"] == "0"
 
 
+def test_a_job_whose_every_rank_was_interrupted_by_ctrl_c_names_none_first(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C under mpiexec: every rank raised KeyboardInterrupt and closed its files."""
+    together = write_job_view(
+        _dir(tmp_path, "one"), _job({0: 3420, 1: 3420}, 0.01), world_size=2, interrupted=[0, 1]
+    ).verdicts
+    assert (together["job/stopped_first_rank"], together["job/stopped_first_evidence"]) == (
+        -1,
+        "sigint",
+    )
+    assert together["job/sigint_ranks"] == "0,1"
+    assert "job/sigterm_ranks" not in together
+    assert verdict_lines(together)[-1] == (
+        "stopped: every rank was interrupted (Ctrl-C, SIGINT) (at step 3420; each wrote every "
+        "step it ran): none stopped first"
+    )
+    # Ranks 10 ms apart: each wrote every step, so neither is read as killed before the other.
+    apart = write_job_view(
+        _dir(tmp_path, "two"), _job({0: 4873, 1: 4874}, 0.01), world_size=2, interrupted=[0, 1]
+    ).verdicts
+    assert (apart["job/stopped_first_rank"], apart["job/stopped_first_evidence"]) == (
+        -1,
+        "sigint",
+    )
+    assert "rank 0 at step 4873, rank 1 at step 4874" in verdict_lines(apart)[-1]
+    mixed = write_job_view(
+        _dir(tmp_path, "mixed"),
+        _job({0: 40, 1: 40, 2: 41}, 0.01),
+        world_size=3,
+        terminated=[2],
+        interrupted=[0, 1],
+    ).verdicts
+    assert mixed["job/stopped_first_evidence"] == "signal"
+    assert (mixed["job/sigterm_ranks"], mixed["job/sigint_ranks"]) == ("2", "0,1")
+    assert verdict_lines(mixed)[-1].startswith(
+        "stopped: every rank was sent SIGTERM or SIGINT (rank 0 at step 40, rank 1 at step 40, "
+        "rank 2 at step 41;"
+    )
+
+
+def test_a_rank_interrupted_by_ctrl_c_wrote_every_step_so_its_last_step_is_sure(
+    tmp_path: Path,
+) -> None:
+    """As a rank sent SIGTERM: rank 0, interrupted at step 1900, surely stopped before
+    rank 1 recorded step 2000; a rank without a record (killed) is not read as sure."""
+    job = _job({0: 1900, 1: 2000}, 0.01)
+    sure = write_job_view(_dir(tmp_path, "sure"), job, world_size=2, interrupted=[0]).verdicts
+    assert (sure["job/stopped_first_rank"], sure["job/stopped_first_evidence"]) == (
+        0,
+        "last_step",
+    )
+    assert "interrupted (Ctrl-C): rank 0 (each wrote every step it ran)" in verdict_lines(sure)
+    unsure = write_job_view(
+        _dir(tmp_path, "unsure"), _job({0: 1950, 1: 2000}, 0.01), world_size=2, interrupted=[1]
+    ).verdicts
+    assert unsure["job/stopped_first_evidence"] == "undetermined"
+    lost = write_job_view(
+        _dir(tmp_path, "lost"), _job({0: 40, 1: 40}), world_size=2, lost_peer=[0], interrupted=[1]
+    ).verdicts
+    assert lost["job/stopped_first_evidence"] == ""  # rank 1 left a record: not the lost one
+
+
 def test_the_rank_the_others_lost_is_named_not_one_that_raised_on_losing_it(
     tmp_path: Path,
 ) -> None:
@@ -366,10 +429,11 @@ def test_lost_peer_must_hold_ranks(tmp_path: Path, lost_peer: object) -> None:
         write_job_view(tmp_path, _job({0: 3}), world_size=1, lost_peer=lost_peer)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("terminated", [[-1], ["1"], [True], "0", None])
-def test_terminated_must_hold_ranks(tmp_path: Path, terminated: object) -> None:
-    with pytest.raises(JobViewError, match="terminated"):
-        write_job_view(tmp_path, _job({0: 3}), world_size=1, terminated=terminated)  # type: ignore[arg-type]
+@pytest.mark.parametrize("ranks", [[-1], ["1"], [True], "0", None])
+@pytest.mark.parametrize("name", ["terminated", "interrupted"])
+def test_the_signalled_ranks_must_be_ranks(tmp_path: Path, name: str, ranks: object) -> None:
+    with pytest.raises(JobViewError, match=name):
+        write_job_view(tmp_path, _job({0: 3}), world_size=1, **{name: ranks})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("failed", [[-1], ["1"], [True]])

@@ -288,6 +288,29 @@ def test_the_rank_whose_training_raised_is_named_by_the_merge(tmp_path: Path) ->
     assert verdicts["job/stopped_first_exception"] == "RuntimeError"
 
 
+@pytest.mark.parametrize(
+    ("signals", "evidence"),
+    [(("SIGINT", "SIGINT"), "sigint"), (("SIGTERM", "SIGTERM"), "sigterm"), ((None, "SIGINT"), "")],
+)
+def test_the_merge_reads_the_signals_the_ranks_stop_records_name(
+    tmp_path: Path, signals: tuple[str | None, str | None], evidence: str
+) -> None:
+    """Ctrl-C (or a scheduler's SIGTERM) to every rank: none stopped first. One rank's
+    record alone names its signal; the other, without a record, may have been killed."""
+    job = _stopped_job(tmp_path)
+    for rank, signal in enumerate(signals):
+        if signal is not None:
+            write_train_stop(job / f"rank_{rank}", "Stopped", signal=signal)
+    verdicts = merge_run_dir(job).lineage.section("user_defined")
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        -1,
+        evidence,
+    )
+    for name in ("SIGTERM", "SIGINT"):
+        sent = ",".join(str(rank) for rank, signal in enumerate(signals) if signal == name)
+        assert verdicts.get(f"job/{name.lower()}_ranks") == (sent or None)
+
+
 @pytest.mark.parametrize("damage", ["a link", "a FIFO", "not json", "no exception"])
 def test_a_stop_record_that_cannot_be_believed_is_skipped_with_a_warning(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
@@ -325,6 +348,8 @@ def test_a_new_start_record_removes_an_earlier_runs_stop_record(tmp_path: Path) 
     assert read_train_stop(directory) == ("E", None, None, None, False)  # unreadable: None
     write_train_stop(directory, "Terminated", signal="SIGTERM")
     assert read_train_stop(directory) == ("Terminated", ANY, ANY, "SIGTERM", False)
+    write_train_stop(directory, "KeyboardInterrupt", signal="SIGINT")
+    assert read_train_stop(directory) == ("KeyboardInterrupt", ANY, ANY, "SIGINT", False)
     write_train_stop(directory, "RuntimeError", lost_peer=True)
     assert read_train_stop(directory) == ("RuntimeError", ANY, ANY, None, True)
     (directory / TRAIN_STOP_FILE_NAME).write_text(
@@ -357,9 +382,11 @@ def test_the_merge_names_the_rank_the_others_lost_not_one_that_lost_it(tmp_path:
     assert verdicts["job/lost_peer_ranks"] == "0"
 
 
-@pytest.mark.parametrize("signal", ["SIGKILL", "sigterm", 15, ""])
-def test_a_stop_record_names_no_signal_but_sigterm(tmp_path: Path, signal: object) -> None:
-    expected = f"signal must be None or one of SIGTERM, got {signal!r}"
+@pytest.mark.parametrize("signal", ["SIGKILL", "sigterm", "sigint", 15, ""])
+def test_a_stop_record_names_no_signal_but_sigterm_and_sigint(
+    tmp_path: Path, signal: object
+) -> None:
+    expected = f"signal must be None or one of SIGTERM, SIGINT, got {signal!r}"
     with pytest.raises(LineageParamValueError, match=re.escape(expected)):
         write_train_stop(tmp_path, "Terminated", signal=signal)  # type: ignore[arg-type]
     assert not (tmp_path / TRAIN_STOP_FILE_NAME).exists()

@@ -7,7 +7,8 @@ reaches the end of training and nothing is merged. Rank 0 says how to merge;
 ``rankscribe-lineage merge`` then makes the job's lineage from the rank
 directories, and ``rankscribe-lineage query`` shows the job's optimizer and
 learning rate: each rank kept them on disk when training started
-(docs/layout.md, "An interrupted job").
+(docs/layout.md, "An interrupted job"). Each rank's stop record says Ctrl-C
+stopped it, and the job view says so (docs/job-view.md, "Where each rank stopped").
 """
 
 from __future__ import annotations
@@ -89,4 +90,14 @@ def test_the_merged_job_is_found_by_its_hyper_parameters(
     assert "loss" not in merged["algorithm"]  # training never ended: no final loss
     job = get_run_lineage(str(base / "job"))
     assert job is not None
-    assert job.section("user_defined")["ranks_reported"] == 2
+    verdicts = job.section("user_defined")
+    assert verdicts["ranks_reported"] == 2
+    # Each rank's stop record says Ctrl-C stopped it once its files were closed: none is
+    # read as killed, and none stopped first.
+    assert (verdicts["job/stopped_first_rank"], verdicts["job/stopped_first_evidence"]) == (
+        -1,
+        "sigint",
+    )
+    assert verdicts["job/sigint_ranks"] == "0,1"
+    show = run_bounded([CLI, "show", base / "job"], timeout=TIMEOUT, stderr_apart=True)
+    assert "  stopped: every rank was interrupted (Ctrl-C, SIGINT) (" in show.stdout

@@ -370,9 +370,12 @@ class SummaryCollector(Callback):
         traceback: TracebackType | None,
     ) -> None:
         self._entered = False
-        if exc_type is not None and self._training:
+        interrupted = exc_type is not None and self._training
+        if interrupted:
             self._say_interrupted(exc_type, exc)
         self._close()
+        if interrupted and exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self._say_ctrl_c()
 
     def _say_interrupted(
         self, exc_type: type[BaseException] | None, error: BaseException | None = None
@@ -382,8 +385,9 @@ class SummaryCollector(Callback):
         ``Exception`` is kept in the rank's stop record (the job view names the rank that
         raised: docs/job-view.md, "Where each rank stopped"), marked when it says the rank
         lost another rank (``run._lineage.lost_a_peer``), and so is a SIGTERM's
-        ``Terminated``, marked as the signal's (the rank did not raise on its own); on
-        rank 0, say how to merge.
+        ``Terminated``, marked as the signal's (the rank did not raise on its own); a
+        Ctrl-C's ``KeyboardInterrupt`` is recorded once the files are closed
+        (:meth:`_say_ctrl_c`); on rank 0, say how to merge.
 
         The job's lineage is merged at the end of training, which never came; the
         ranks' files and their training start records are on disk, and
@@ -412,6 +416,15 @@ class SummaryCollector(Callback):
             why,
             self._run.summary_dir,
         )
+
+    def _say_ctrl_c(self) -> None:
+        """Training a Ctrl-C (SIGINT, ``KeyboardInterrupt``) stopped, on a rank of several,
+        after its files were closed: its stop record says so, and that it wrote every step
+        it ran (a rank killed before it closed them, as ``mpiexec`` kills the ranks left
+        when one has ended, leaves no record, and the job view reads it as killed)."""
+        info, directory = self._run.info, self._run.directory
+        if info is not None and info.world_size > 1 and directory is not None:
+            self._lineage.stop_training(directory, KeyboardInterrupt.__name__, signal="SIGINT")
 
     def _open(self) -> None:
         """A new SummaryRecord in this rank's directory, and a fresh schedule (_run.py)."""

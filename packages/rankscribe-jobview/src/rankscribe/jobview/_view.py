@@ -330,6 +330,7 @@ def write_job_view(
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Sequence[int] = (),
     lost_peer: Sequence[int] = (),
+    interrupted: Sequence[int] = (),
 ) -> JobView:
     """Write the job's own summary file into ``job_dir`` and return the verdicts.
 
@@ -360,6 +361,8 @@ def write_job_view(
         terminated: the ranks whose training a SIGTERM stopped (their stop records
             say so): each wrote every step it ran; when every rank was, none stopped
             first (``docs/job-view.md``, "Where each rank stopped").
+        interrupted: the ranks whose training a Ctrl-C (SIGINT) stopped (their stop
+            records, written once their files were closed, say so): as ``terminated``.
         lost_peer: the ranks whose training raised on losing its connection to
             another rank (their stop records say so): not the rank that raised first;
             where every other rank that may have stopped first did, the one rank that
@@ -380,6 +383,7 @@ def write_job_view(
     directory = _check_arguments(job_dir, series, world_size, missing)
     check_ranks("failed", failed)
     check_ranks("terminated", terminated)
+    check_ranks("interrupted", interrupted)
     check_ranks("lost_peer", lost_peer)
     _check_raised(raised)
     _check_raised_at(raised_at)
@@ -411,6 +415,7 @@ def write_job_view(
         raised=raised or {},
         raised_at=raised_at or {},
         terminated=terminated,
+        interrupted=interrupted,
         lost_peer=lost_peer,
         evidence=straggler_evidence,
         settings=verdict_settings,

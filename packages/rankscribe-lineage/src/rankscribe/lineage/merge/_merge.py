@@ -387,8 +387,8 @@ def merge_run_dir(
                     metrics=metrics,
                     host=host,
                     # The ranks whose training stopped on an exception (their stop records):
-                    # raised by the program, by a SIGTERM sent to the rank, or on losing
-                    # the connection to another rank.
+                    # raised by the program, by a SIGTERM or a Ctrl-C sent to the rank, or
+                    # on losing the connection to another rank.
                     raised={rank: stop.exception for rank, stop in stops.items() if _own(stop)},
                     raised_at={
                         rank: (stop.host, stop.wall_time)
@@ -397,6 +397,9 @@ def merge_run_dir(
                     },
                     terminated=sorted(
                         rank for rank, stop in stops.items() if stop.signal == "SIGTERM"
+                    ),
+                    interrupted=sorted(
+                        rank for rank, stop in stops.items() if stop.signal == "SIGINT"
                     ),
                     lost_peer=sorted(
                         rank

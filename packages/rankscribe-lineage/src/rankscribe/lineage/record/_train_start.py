@@ -23,8 +23,9 @@ Beside it, a rank whose training stopped on an exception writes its stop record
 (:data:`TRAIN_STOP_FILE_NAME`: the exception's class name, as JSON, written whole): the
 merge hands the names to the job view, whose stop verdict names the rank that raised
 among those that may have stopped first (``docs/job-view.md``, "Where each rank
-stopped"). A rank whose training a SIGTERM stopped says so in its record (``signal``):
-it did not raise on its own, and it wrote every step it ran; and so does a rank whose
+stopped"). A rank whose training a SIGTERM or a Ctrl-C (SIGINT) stopped says so in its
+record (``signal``): it did not raise on its own, and it wrote every step it ran; and so
+does a rank whose
 exception said it lost its connection to another rank (``lost_peer``: under torchrun, the
 ranks left raise so when one is killed). A new start record removes an earlier run's stop
 record.
@@ -94,9 +95,11 @@ def write_train_start(directory: str | os.PathLike[str], lineage: TrainLineageIn
     return write_event_file(os.path.join(target, TRAIN_START_FILE_NAME), records, final=False)
 
 
-#: The signals a stop record may name: the one RankScribe turns into an end that writes
-#: what was recorded (``rankscribe.ranks.exits.end_cleanly_on_sigterm``).
-STOP_SIGNALS = ("SIGTERM",)
+#: The signals a stop record may name: SIGTERM, which RankScribe turns into an end that
+#: writes what was recorded (``rankscribe.ranks.exits.end_cleanly_on_sigterm``), and
+#: SIGINT (Ctrl-C; Python raises ``KeyboardInterrupt``), whose record a rank writes once
+#: its files are closed.
+STOP_SIGNALS = ("SIGTERM", "SIGINT")
 
 
 def write_train_stop(

@@ -148,7 +148,7 @@ def verdict_lines(user_defined: Mapping[str, Any]) -> list[str]:
 
 def _stop_lines(user_defined: Mapping[str, Any]) -> list[str]:
     """Where the ranks stopped: the rank that stopped first, or why none is named, and
-    the ranks whose stop records say they lost a peer or were sent SIGTERM."""
+    the ranks whose stop records say they lost a peer or were sent SIGTERM or SIGINT."""
     lines: list[str] = []
     stopped = _rank_number(user_defined.get("job/stopped_first_rank", -1))
     evidence = user_defined.get("job/stopped_first_evidence", "")
@@ -162,12 +162,29 @@ def _stop_lines(user_defined: Mapping[str, Any]) -> list[str]:
             f"lost a peer: {_ranks_phrase(losing)} (raised on losing the connection to "
             "another rank)"
         )
-    sigterm = user_defined.get("job/sigterm_ranks", "")
-    if evidence == "sigterm":
-        lines.append(_sigterm_stop(user_defined))
-    elif sigterm:
-        lines.append(f"sent SIGTERM: {_ranks_phrase(sigterm)} (each wrote every step it ran)")
+    if evidence in _EVERY_RANK_SENT:
+        lines.append(_signal_stop(user_defined, _EVERY_RANK_SENT[evidence]))
+        return lines
+    for key, how in _SOME_RANKS_SENT:
+        if user_defined.get(key, ""):
+            ranks = _ranks_phrase(user_defined[key])
+            lines.append(f"{how}: {ranks} (each wrote every step it ran)")
     return lines
+
+
+#: The ranks a signal stopped, where not every rank was: the verdict -> its line's head.
+_SOME_RANKS_SENT = (
+    ("job/sigterm_ranks", "sent SIGTERM"),
+    ("job/sigint_ranks", "interrupted (Ctrl-C)"),
+)
+
+
+#: The evidence of a job whose every rank was sent a signal -> how its sentence says so.
+_EVERY_RANK_SENT = {
+    "sigterm": "was sent SIGTERM",
+    "sigint": "was interrupted (Ctrl-C, SIGINT)",
+    "signal": "was sent SIGTERM or SIGINT",
+}
 
 
 def _named_stop(user_defined: Mapping[str, Any], stopped: int, evidence: Any, losing: Any) -> str:
@@ -218,10 +235,15 @@ def _undetermined_stop(user_defined: Mapping[str, Any]) -> str:
     )
 
 
-def _sigterm_stop(user_defined: Mapping[str, Any]) -> str:
-    """The sentence of a job whose every rank was sent SIGTERM: where each stopped."""
-    sent = user_defined.get("job/sigterm_ranks", "?")
-    ranks = [rank for low, high in ranks_of_text(str(sent)) for rank in range(low, high + 1)]
+def _signal_stop(user_defined: Mapping[str, Any], how: str) -> str:
+    """The sentence of a job whose every rank was sent a signal (SIGTERM or SIGINT, ``how``
+    says which): where each stopped."""
+    ranks = sorted(
+        rank
+        for key in ("job/sigterm_ranks", "job/sigint_ranks")
+        for low, high in ranks_of_text(str(user_defined.get(key, "")))
+        for rank in range(low, high + 1)
+    )
     steps = sorted({_number(user_defined.get(f"job/last_step/{rank}")) for rank in ranks})
     if len(steps) == 1:
         where = f"at step {steps[0]:.0f}"
@@ -231,10 +253,7 @@ def _sigterm_stop(user_defined: Mapping[str, Any]) -> str:
         )
     else:
         where = f"at steps {steps[0]:.0f} to {steps[-1]:.0f}"
-    return (
-        f"stopped: every rank was sent SIGTERM ({where}; each wrote every step it ran): "
-        "none stopped first"
-    )
+    return f"stopped: every rank {how} ({where}; each wrote every step it ran): none stopped first"
 
 
 def _gradient_lines(user_defined: Mapping[str, Any]) -> list[str]:

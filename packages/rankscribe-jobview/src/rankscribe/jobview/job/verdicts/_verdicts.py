@@ -416,6 +416,7 @@ def _stops(
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Collection[int] = (),
     lost_peer: Collection[int] = (),
+    interrupted: Collection[int] = (),
 ) -> Verdicts:
     """Each rank's last step, and the rank that stopped first when the evidence decides.
 
@@ -444,6 +445,11 @@ def _stops(
     sends SIGTERM to the ranks left when one dies (torchrun), and a scheduler may send it
     to one node's ranks, whose peers the launcher then kills.
 
+    ``interrupted``: the ranks whose training a Ctrl-C (SIGINT) stopped (their stop
+    records, written once the rank's files were closed): as ``terminated``, listed in
+    ``job/sigint_ranks``; when every rank was (``mpiexec`` hands Ctrl-C to each), the
+    evidence is ``sigint`` (``signal`` when some were sent SIGTERM and the rest SIGINT).
+
     ``lost_peer``: the ranks whose training raised on losing its connection to another
     rank (their stop records): their exceptions are consequences, not in ``raised``.
     Where the ranks that may have stopped first are such ranks and exactly one rank that
@@ -457,7 +463,8 @@ def _stops(
     if unwritten is None:
         quick = recent_step_seconds(dense_series(statistics.step_times))
         unwritten = {rank: unwritten_steps(seconds) for rank, seconds in quick.items()}
-    sent = sorted(set(terminated) & set(last))
+    signals = {**dict.fromkeys(terminated, "SIGTERM"), **dict.fromkeys(interrupted, "SIGINT")}
+    sent = sorted(set(signals) & set(last))
     if sent:
         unwritten = {**unwritten, **dict.fromkeys(sent, 0)}
     verdicts: Verdicts = {
@@ -467,14 +474,20 @@ def _stops(
     verdicts["job/stopped_first_step"] = NONE
     verdicts["job/stopped_early_ranks"] = ""
     verdicts["job/stopped_first_evidence"] = ""
-    stops = _StopRecords(raised, raised_at, terminated, lost_peer)
+    stops = _StopRecords(raised, raised_at, set(signals), lost_peer)
     losing = sorted(set(lost_peer) & set(last))
     if losing:
         verdicts["job/lost_peer_ranks"] = ranges_text(losing)
     if sent:
-        verdicts["job/sigterm_ranks"] = ranges_text(sent)
+        by_signal = {
+            name: [rank for rank in sent if signals[rank] == name] for name in ("SIGTERM", "SIGINT")
+        }
+        for name, ranks in by_signal.items():
+            if ranks:
+                verdicts[f"job/{name.lower()}_ranks"] = ranges_text(ranks)
         if len(sent) == len(last):
-            verdicts["job/stopped_first_evidence"] = "sigterm"
+            alone = [name for name, ranks in by_signal.items() if len(ranks) == len(sent)]
+            verdicts["job/stopped_first_evidence"] = alone[0].lower() if alone else "signal"
             return verdicts
     if len(set(last.values())) > 1:
         earliest = min(last.values())
@@ -509,7 +522,7 @@ class _StopRecords(NamedTuple):
 
     raised: Mapping[int, str]
     raised_at: Mapping[int, tuple[str, float]]
-    terminated: Collection[int]
+    signalled: Collection[int]  # ``terminated`` and ``interrupted``
     lost_peer: Collection[int]
 
 
@@ -522,7 +535,7 @@ def _named(
     named = _raised_first(raising, last, stops.raised, stops.raised_at)
     if named is not None:
         return named
-    lost = _lost_by_the_others(first, stops.raised, stops.terminated, stops.lost_peer)
+    lost = _lost_by_the_others(first, stops.raised, stops.signalled, stops.lost_peer)
     if lost is not None:
         return {
             "job/stopped_first_rank": lost,
@@ -542,18 +555,18 @@ def _named(
 def _lost_by_the_others(
     first: Sequence[int],
     raised: Mapping[int, str],
-    terminated: Collection[int],
+    signalled: Collection[int],
     lost_peer: Collection[int],
 ) -> int | None:
     """The one rank of ``first`` (the ranks that may have stopped first) that left no stop
     record, when each of the others raised on losing its connection to another rank; None
-    when that does not decide (a rank of them raised on its own or was sent SIGTERM: either
-    may have been the cause; two left no record; none lost a rank)."""
+    when that does not decide (a rank of them raised on its own or was sent SIGTERM or
+    SIGINT: either may have been the cause; two left no record; none lost a rank)."""
     losing = set(lost_peer)
     silent = [
         rank
         for rank in first
-        if rank not in raised and rank not in terminated and rank not in losing
+        if rank not in raised and rank not in signalled and rank not in losing
     ]
     if len(silent) != 1 or not any(rank in losing for rank in first):
         return None
@@ -637,6 +650,7 @@ def job_verdicts(
     raised_at: Mapping[int, tuple[str, float]] | None = None,
     terminated: Collection[int] = (),
     lost_peer: Collection[int] = (),
+    interrupted: Collection[int] = (),
 ) -> tuple[Verdicts, StepTimes]:
     """Every verdict of the job, and the per-step step-time figures they came from.
 
@@ -650,7 +664,8 @@ def job_verdicts(
     own verdicts judge it at the end of training: ``TimingWatch.over_onsets``).
     ``raised``: rank -> the exception its training stopped on, ``raised_at``: rank ->
     (host, wall time) of its stop record, ``terminated``: the ranks a SIGTERM stopped,
-    ``lost_peer``: the ranks that raised on losing another rank (:func:`_stops`).
+    ``interrupted``: the ranks a Ctrl-C (SIGINT) stopped, ``lost_peer``: the ranks that
+    raised on losing another rank (:func:`_stops`).
     """
     times = step_times(statistics)
     quick = recent_step_seconds(times.dense)
@@ -688,6 +703,7 @@ def job_verdicts(
             raised_at=raised_at,
             terminated=terminated,
             lost_peer=lost_peer,
+            interrupted=interrupted,
         )
     )
     return verdicts, times
