@@ -33,6 +33,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rankscribe.ranks import detect
+
+# One BLAS thread per rank where ranks share a host, as torchrun sets OMP_NUM_THREADS=1 for
+# its workers. Each rank is a process with a core of its own: a BLAS worker thread left
+# spinning after a large product (rank 0's test-set accuracy after each epoch) takes the
+# core another rank trains on. Under `mpiexec -n 2` on 2 cores it made rank 0 a straggler
+# (1.07-1.12x the other's arrival, named by the job view) and the job 1.4x as long. Set
+# before NumPy loads its BLAS; a value set in the environment is kept.
+if detect().local_size > 1:
+    for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
+
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
