@@ -35,9 +35,12 @@ The rule (docs/job-view.md, "Gradients"), at each step:
   exponential): heavy-tailed noise raises its own bar;
 - a rank is named when ``|d|`` passes the bar and is at least ``log(min_ratio)``
   (``log(whole_ratio)`` for a whole gradient); until a test's bar is learnt
-  (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values),
-  only ``warmup_ratio`` or more is named, and, where the warm-up's steps so far and
-  the step's other values are enough to fit a tail, only past the bar they give;
+  (:attr:`GradientSettings.warmup` steps and :data:`_FIT_FROM` clean values; a
+  window holds at least :data:`_FIT_SLACK` times that many, however few values a
+  step gives), only ``warmup_ratio`` or more is named, and only past
+  :data:`_WARMUP_RECORD` times the largest deviation the test has seen clean; and,
+  where the warm-up's steps so far and the step's other values are enough to fit a
+  tail, only past the bar they give;
 - a non-finite local norm (NaN, +-inf) is named at once, whatever the others;
 - after a named fault, while the ranks' median norms have left the range they
   held before it (within :data:`_FALLOUT_ONSET` steps of it, and until they
@@ -98,6 +101,21 @@ _WHOLE_AT = 3
 _TAIL_SHARE = 0.01
 _TAIL_MIN = 100
 _FIT_FROM = 400
+#: A test's window holds at least this many times :data:`_FIT_FROM` values: of a job of
+#: few values a step (two ranks, one bucket: two a step), a window of ``window`` steps
+#: held exactly 400, so that one value past the bar in it (left out: it is not noise)
+#: kept the tail unfitted and the rule in its warm-up for good. A real 2-rank DDP job of
+#: one bucket (the README's torch example given its DDP network) was then judged by
+#: ``warmup_ratio`` alone through 660 steps, and named both ranks 63 times.
+_FIT_SLACK = 2
+#: In the warm-up, a name's ``|d|`` is also over this many times the largest the test has
+#: seen clean: ``warmup_ratio`` stands for a ratio no noise gives, and a job whose clean
+#: values reached it says otherwise. Converging training's micro-batches differ widely
+#: (that job's two ranks' norms 55x apart at times, clean, a spread of x3 in the log);
+#: under normal noise of 25 % (small batches) two ranks' largest gap over a warm-up of
+#: 400 values is about x3 (x3.6 in one warm-up of ten), and a flip x26 (x2^16 in a bucket
+#: of DDP's size) passes twice it (x9 to x13 in the log's terms: its square).
+_WARMUP_RECORD = 2.0
 #: A tail whose Hill estimate of its index (the mean log of its scores over the
 #: threshold) is above this is heavy: there the shape is at least that estimate (a window
 #: whose tail is its top 1 %). Over such a window's top 1 % a light tail's estimate is
@@ -207,6 +225,15 @@ class _LearntNoise:
         self._tail_bar = 0.0
         self._since = 0
         self._learnt = 0  # learnings so far: where the next one's sample starts
+        #: The largest ``|value|`` remembered (ever, not only the window's).
+        self.largest = 0.0
+
+    def hold(self, values: int) -> None:
+        """A window that holds :data:`_FIT_SLACK` x :data:`_FIT_FROM` of ``values`` a step,
+        if its steps hold fewer."""
+        steps = -(-_FIT_SLACK * _FIT_FROM // max(values, 1))
+        if self._seen.maxlen is not None and steps > self._seen.maxlen:
+            self._seen = deque(self._seen, maxlen=steps)
 
     @property
     def fitted(self) -> bool:
@@ -235,7 +262,11 @@ class _LearntNoise:
         """A step's deviations, NaN where something was named (it teaches nothing); of
         more than :data:`_LEARN_ROWS` ranks, every k-th rank's, at most that many."""
         stride = -(-len(clean) // _LEARN_ROWS)
-        self._seen.append(clean[::stride].copy() if stride > 1 else clean)
+        kept = clean[::stride].copy() if stride > 1 else clean
+        self._seen.append(kept)
+        finite = np.abs(kept[np.isfinite(kept)])
+        if finite.size:
+            self.largest = max(self.largest, float(finite.max()))
 
     def with_step(self, clean: npt.NDArray[np.float64]) -> _LearntNoise:
         """A noise learnt afresh from this window's steps and one step more, ``clean``."""
@@ -410,6 +441,7 @@ class GradientWatch:
         self._remember(self._history, np.where(bad, np.nan, logs))
         self._steps += 1
         buckets = values.shape[1]
+        self._hold_windows(values.shape)
         # The budget per rank-step, shared by its tests (each bucket, the whole, each peak).
         tests = buckets + (1 if buckets >= _WHOLE_AT else 0) + (buckets if odds is not None else 0)
         per_test = self.settings.false_alarms / tests
@@ -449,6 +481,16 @@ class GradientWatch:
             self._named[rank] = self._named.get(rank, 0) + 1
         self.findings.extend(found)
         return found
+
+    def _hold_windows(self, shape: tuple[int, ...]) -> None:
+        """Each test's window long enough for its values a step (``shape``: the norms')."""
+        rows, buckets = min(shape[0], _LEARN_ROWS), shape[1]
+        for noise, columns in (
+            (self._buckets, buckets),
+            (self._elements, buckets),
+            (self._whole, 1),
+        ):
+            noise.hold(rows * columns)
 
     def _peak_findings(
         self, step: int, odds: npt.NDArray[np.float64], per_test: float, *, learn: bool
@@ -536,6 +578,8 @@ class GradientWatch:
                 own_scores, own_bar = own.scores(deviations, per_test)
                 if own.fitted:
                     named &= own_scores > own_bar
+                # Nor is a ratio no noise gives one that the clean values reached.
+                named &= np.abs(deviations) > _WARMUP_RECORD * noise.largest
             apart = named.copy()
             if warm:
                 beyond = scores > tail_bar
