@@ -183,8 +183,16 @@ def train(args: argparse.Namespace) -> dict[str, Any] | None:
     if coordinator.rank == 0 and summary_dir.name != Path(args.summary_dir).name:
         moved = Path(args.summary_dir).parent / summary_dir.name
         print(f"{args.summary_dir} already holds a run; this one goes to {moved}", flush=True)
+    # The DDP network: the collector records each rank's local gradient norms before DDP's
+    # reduce and when its gradient was ready (docs/gradients.md), for the job view's
+    # gradient and straggler verdicts; its lineage, histograms and checkpoints are the
+    # model's own (DigitsCNN, its parameters' names).
     loop = TrainLoop(
-        step, network=model, optimizer=optimizer, loss_fn=nn.CrossEntropyLoss(), eval_fn=evaluate
+        step,
+        network=parallel,
+        optimizer=optimizer,
+        loss_fn=nn.CrossEntropyLoss(),
+        eval_fn=evaluate,
     )
     collector = SummaryCollector(
         str(summary_dir),

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rankscribe.collector import load_checkpoint
-from rankscribe.lineage import get_summary_lineage
+from rankscribe.lineage import get_run_lineage, get_summary_lineage
 from rankscribe.writer.reader import scalars
 from tests._support.launchers import clean_environment, run_bounded
 
@@ -81,12 +81,20 @@ def test_the_ddp_example_records_both_ranks_and_the_job(tmp_path: Path, launcher
     assert "trained 1 epochs on 2 rank(s)" in output
     for rank in (0, 1):
         rank_dir = summary_dir / f"rank_{rank}"
-        losses = scalars(rank_dir)["loss/auto"]
+        recorded = scalars(rank_dir)
+        losses = recorded["loss/auto"]
         assert losses and all(value > 0 for _, value in losses)
+        # Given the DDP network, the probe records the local gradient before the reduce.
+        norms = recorded["rankscribe/gradient/norm/0"]
+        assert len(norms) == 22 and all(value > 0 for _, value in norms)
     lineage = get_summary_lineage(str(summary_dir))
     hyper = lineage["hyper_parameters"]
     assert (hyper["device_num"], hyper["batch_size"], hyper["optimizer"]) == (2, 32, "SGD")
     assert lineage["algorithm"]["network"] == "DigitsCNN"
+    job = get_run_lineage(str(summary_dir))
+    assert job is not None
+    verdicts = job.section("user_defined")
+    assert (verdicts["job/gradient_check"], verdicts["job/gradient_ranks"]) == ("checked", "")
     assert 0.0 <= lineage["metric"]["accuracy"] <= 1.0
     # 1,437 training digits in two DistributedSampler shards of 718, each trained in 22
     # full batches of 32 (the loader drops the rest): the samples the job trained on.
