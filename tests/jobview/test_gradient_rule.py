@@ -526,3 +526,29 @@ def test_a_window_of_few_values_a_step_still_learns_its_tail_past_a_value_left_o
         norms[299, 0, 0] *= 1.3
         norms[349, 1, 0] *= 3.0
         assert [(f.step, f.rank) for f in judge_gradients(norms)] == [(350, 1)]
+
+
+def test_in_the_warmup_a_norm_fallen_below_the_others_is_not_named() -> None:
+    """Before a bar is learnt only a norm grown past the others' is named (a flip, a
+    scaled bucket, an infinity): a real 2-rank Lightning job's rank had a micro-batch of
+    x1/9.9 the other's at step 57, its first such gap; a fallen norm is judged once the
+    bar is learnt."""
+    fallen = clean_norms(30, ranks=2)
+    fallen[19, 0, 2] /= 20.0  # in the warm-up: not named
+    fallen[399, 0, 4] /= 20.0  # the bar is learnt: named
+    found = [(f.step, f.rank, f.bucket, f.ratio) for f in judge_gradients(fallen)]
+    assert [finding[:3] for finding in found] == [(400, 0, 4)] and found[0][3] < 0.1
+    grown = clean_norms(30, ranks=2)
+    grown[19, 1, 3] *= 20.0  # in the warm-up too, grown: named
+    assert [(f.step, f.rank, f.bucket) for f in judge_gradients(grown)] == [(20, 1, 3)]
+
+
+def test_in_the_warmup_a_ratio_the_clean_values_came_near_is_not_named() -> None:
+    """``warmup_ratio`` stands for a ratio no noise gives; a job whose clean values reached
+    more than half of it (in the log) says otherwise: x4 at step 20, not named (below x8),
+    makes x9 at step 40 noise too, where x30 is still named."""
+    for grown, named in ((9.0, []), (30.0, [(40, 0, 0)])):
+        norms = np.exp(np.random.default_rng(31).normal(0.0, 0.05, size=(100, 2, 1)))
+        norms[19, 0, 0] *= 4.0
+        norms[39, 0, 0] *= grown
+        assert [(f.step, f.rank, f.bucket) for f in judge_gradients(norms)] == named
