@@ -224,8 +224,20 @@ class GraphTracer:
         return copy
 
 
+#: Packages whose modules' ``forward`` is a stand-in, not the network's: a LightningModule
+#: whose training step calls its layers itself keeps Lightning's ``forward(*args, **kwargs)``,
+#: on which fx fails with a TraceError about iterating a Proxy ("control flow" in its text).
+_STAND_IN_FORWARDS = frozenset({"torch", "lightning", "pytorch_lightning"})
+
+
 def untraceable_cause(module: Any, error: BaseException) -> str:
     """Why ``torch.fx`` could not trace ``module``, in the words a user can act on."""
+    owner = next((kind for kind in type(module).__mro__ if "forward" in vars(kind)), None)
+    if owner is None or owner.__module__.partition(".")[0] in _STAND_IN_FORWARDS:
+        return (
+            f"{type(module).__name__} defines no forward of its own (its training step calls "
+            "its layers itself), so there is no forward to trace"
+        )
     if isinstance(error, torch.fx.proxy.TraceError) and "control flow" in str(error):
         return (
             "its forward branches on the value of a tensor (data-dependent control flow), "
