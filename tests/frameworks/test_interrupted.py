@@ -81,9 +81,8 @@ def _fit(
     return str(logger.log_dir)
 
 
-def test_rank_zero_of_a_failed_fit_says_how_to_merge(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _lightning_as_rank_zero_of_two(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """Lightning and the integration, whose collectors are rank 0 of 2 (rank 1 never reports)."""
     lightning = pytest.importorskip("lightning.pytorch")
     from rankscribe.collector import lightning as integration
 
@@ -95,6 +94,13 @@ def test_rank_zero_of_a_failed_fit_says_how_to_merge(
             super().__init__(summary_dir, **options)
 
     monkeypatch.setattr(integration, "SummaryCollector", RankZeroOfTwo)
+    return lightning, integration
+
+
+def test_rank_zero_of_a_failed_fit_says_how_to_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lightning, integration = _lightning_as_rank_zero_of_two(monkeypatch)
     job = _fit(lightning, integration, tmp_path / "failed", fail_at=2)
     said = [r.getMessage() for r in caplog.records if "rankscribe-lineage merge" in r.getMessage()]
     assert said == [
@@ -111,17 +117,7 @@ def test_a_fit_that_ctrl_c_stopped_keeps_the_signal_in_its_stop_record(
 ) -> None:
     """Lightning names the KeyboardInterrupt to its loggers (``on_exception``, then
     ``finalize("failed")``): the rank's files are closed, then its record says SIGINT."""
-    lightning = pytest.importorskip("lightning.pytorch")
-    from rankscribe.collector import lightning as integration
-
-    rank = RankInfo(0, 2, 0, 2, "host", "pmi")
-
-    class RankZeroOfTwo(SummaryCollector):
-        def __init__(self, summary_dir: Any, **options: Any) -> None:
-            options.update(rank_info=rank, coordinator=RankZeroAlone(rank))
-            super().__init__(summary_dir, **options)
-
-    monkeypatch.setattr(integration, "SummaryCollector", RankZeroOfTwo)
+    lightning, integration = _lightning_as_rank_zero_of_two(monkeypatch)
     job = Path(_fit(lightning, integration, tmp_path, fail_at=2, error=KeyboardInterrupt()))
     assert read_train_stop(job / "rank_0") == ("KeyboardInterrupt", ANY, ANY, "SIGINT", False)
     assert [path.stat().st_mode & 0o777 for path in (job / "rank_0").glob("*_MS")] == [0o400]
