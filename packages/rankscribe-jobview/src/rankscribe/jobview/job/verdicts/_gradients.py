@@ -112,12 +112,13 @@ _FIT_SLACK = 2
 #: In the warm-up, a name's ``|d|`` is also over this many times the largest the test has
 #: seen clean: ``warmup_ratio`` stands for a ratio no noise gives, and a job whose clean
 #: values reached it says otherwise. Converging training's micro-batches differ widely
-#: (that job's two ranks' norms 55x apart at times, clean, a spread of x3 in the log);
+#: (that job's two ranks' norms up to x71 apart, clean, their gap's spread x3 to x4.5);
 #: under normal noise of 25 % (small batches) two ranks' largest gap over a warm-up of
 #: 400 values is about x3 (x3.6 in one warm-up of ten), and a flip x26 (x2^16 in a bucket
-#: of DDP's size) passes twice it (x9 to x13 in the log's terms: its square). Three
-#: times named none of the harness's ``converging`` model's 13 clean 2-rank runs (two did
-#: once in 13), but left ``small-batch``'s x2^8 flips at 2 ranks 0.05 named (0.95).
+#: of DDP's size) passes twice it (x9 to x13 in the log's terms: its square). With three
+#: times, none of the harness's ``converging`` model's 13 clean 2-rank runs named a rank
+#: (with twice, one did, once), but ``small-batch``'s x2^8 flips at 2 ranks were named
+#: 0.05 of the time (0.95 with twice).
 _WARMUP_RECORD = 2.0
 #: A tail whose Hill estimate of its index (the mean log of its scores over the
 #: threshold) is above this is heavy: there the shape is at least that estimate (a window
