@@ -9,9 +9,9 @@ A rank keeps the train lineage known at the start of training
 (:func:`write_train_start`, removed by :func:`remove_train_start` once the run's own
 train lineage is on disk), and the merge reads a rank with it
 (:func:`parse_rank_run`), so an interrupted job's merge keeps its hyper-parameters. A rank
-whose training stopped on an exception says so (:func:`write_train_stop`; a SIGTERM's,
-one of :data:`STOP_SIGNALS`), and the merge reads it (:func:`read_train_stop`) for the
-job view's stop verdict.
+whose training stopped on an exception says so (:func:`write_train_stop`; a signal's,
+SIGTERM or SIGINT, one of :data:`STOP_SIGNALS`), and the merge reads it
+(:func:`read_train_stop`) for the job view's stop verdict.
 The merged lineage names the ranks that wrote outside the job's directory
 (:func:`rank_dirs_note`). The HParams session of a merged lineage (its
 hyper-parameters and final metrics, :func:`session_values`) goes into the job's
