@@ -384,9 +384,20 @@ def budget_rows(runs: list[CollectedRun]) -> list[Row]:
                 r"over steps (\d+-\d+)",
                 message,
             )
-            shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
-            value = f"{found[1]}, steps {found[2]}" if found else message
-            rows.append(("session", f"budget, run {number}", value, shed if found else ""))
+            # (where what is never shed is over the budget by itself: "The work the
+            # collector never sheds (...) cost ...")
+            floor = re.match(
+                r"The work the collector never sheds .*? cost (\S+ %) .*? over steps (\d+-\d+)",
+                message,
+            )
+            if floor is not None:
+                value, note = f"{floor[1]}, steps {floor[2]}", "over by what is never shed"
+            elif found is not None:
+                value = f"{found[1]}, steps {found[2]}"
+                note = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
+            else:
+                value, note = message, ""
+            rows.append(("session", f"budget, run {number}", value, note))
     return rows
 
 

@@ -452,6 +452,20 @@ def test_a_sessions_step_time_holds_the_collectors_work_counted_once(
 SLOWED_AFTER = 0.002  # seconds more in the step after each collected step
 
 
+def loss_only_collector(directory: Path, **options: Any) -> SummaryCollector:
+    """A collector whose only value at a collected step is the loss: no histograms, images,
+    fingerprint, system samples or landscape (nothing the budget may shed)."""
+    return SummaryCollector(
+        directory,
+        collect_freq=COLLECT_FREQ,
+        keep_default_action=False,
+        collect_specified_data={"collect_metric": True, "collect_landscape": None},
+        fingerprints=False,
+        system_interval=0,
+        **options,
+    )
+
+
 @pytest.mark.parametrize("loop", ["session", "trainloop", "session-beside"])
 def test_a_light_steps_loss_read_is_counted_once(
     model: Any,
@@ -469,15 +483,7 @@ def test_a_light_steps_loss_read_is_counted_once(
     # callback acting at every step, the collector's step_end reads it.
     monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
     data = model(50)
-    collector = SummaryCollector(
-        tmp_path,
-        collect_freq=COLLECT_FREQ,
-        keep_default_action=False,
-        collect_specified_data={"collect_metric": True, "collect_landscape": None},
-        fingerprints=False,
-        system_interval=0,
-        cost_budget="off",
-    )
+    collector = loss_only_collector(tmp_path, cost_budget="off")
     batches = itertools.islice(itertools.cycle(data.dataset), 400)
     numbers = itertools.count(1)
 
@@ -1203,3 +1209,156 @@ def test_a_first_look_that_sheds_the_histograms_and_images_keeps_the_landscape(
         int(path.stem.rsplit("_", 2)[1]) for path in (tmp_path / "ckpt_dir").glob("*.ckpt")
     )
     assert saved == list(range(1, 20))
+
+
+LOSS_READ_SECONDS = 0.01  # of the clock, at each collected step of 10 quick steps: 5 %
+
+
+def train_with_a_slow_loss(
+    model: Any,
+    directory: Path,
+    clock: ManualClock,
+    step_seconds: float = QUICK_STEP,
+    read: Callable[[int], float] | None = None,
+    epochs: int = 4,
+    **options: Any,
+) -> dict[str, dict[int, float]]:
+    """``epochs`` of 100 steps of ``step_seconds`` whose loss takes ``SlowLoss.seconds`` of
+    ``clock`` to read at every collected step (``read(step)`` of it where given), the
+    collector recording nothing it may shed; the scalars recorded."""
+    data = model(100)
+    collector = loss_only_collector(directory, **options)
+
+    numbers = itertools.count(1)
+
+    def step_fn(batch: Any) -> Any:
+        clock.advance(step_seconds)
+        step = next(numbers)
+        if read is not None:
+            SlowLoss.seconds = read(step)
+        return SlowLoss.of(0.5)
+
+    TrainLoop(step_fn, network=data.network).train(epochs, data.dataset, callbacks=[collector])
+    found = rank_scalars(directory / "rank_1" if "rank_info" in options else directory)
+    # Nothing is shed: the loss of every collected step is recorded.
+    assert sorted(found["loss/auto"]) == [1, *range(10, 100 * epochs + 1, 10)]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("step_seconds", "read_seconds", "share", "suggested", "steps", "window"),
+    [
+        (QUICK_STEP, LOSS_READ_SECONDS, "5.0 %", "0.063", "steps of 20.0 ms", "131-230"),
+        (0.005, 0.00225, "4.5 %", "0.057", "steps of 5.0 ms", "131-230"),
+        # Windows of a tenth of a second at least: 200 of these steps.
+        (0.0005, 0.00025, "5.0 %", "0.063", "steps of 500 us", "231-430"),
+    ],
+)
+def test_work_it_never_sheds_over_the_budget_is_said_once_with_its_share(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    step_seconds: float,
+    read_seconds: float,
+    share: str,
+    suggested: str,
+    steps: str,
+    window: str,
+) -> None:
+    # The loss read costs 4.5-5 % of the step, over twice the budget of 2 % with nothing
+    # left to shed: the budget cannot hold, and the warning says so once, with the share,
+    # the steps it was measured over and what would record less.
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", read_seconds)
+    with caplog.at_level(logging.INFO):
+        found = train_with_a_slow_loss(model, tmp_path, collector_clock, step_seconds, epochs=8)
+    [said] = budget_warnings(caplog)
+    assert said.startswith("The work the collector never sheds (the loss, the timings and the")
+    # The second full window in a row over twice the budget (the first opens at 31), and
+    # the share it says is the one recorded for that window.
+    assert f"cost {share} of the training step over steps {window} (and over twice" in said
+    end = int(window.split("-")[1])
+    assert f"cost {100 * found[TRAINING_TAG][end] / step_seconds:.1f} %" in said
+    assert f"over its cost budget of 2 % by itself, at {steps} there" in said
+    assert "a larger collect_freq" in said and f"cost_budget={suggested}" in said
+    # What it says is what it recorded: the training thread's cost of those steps.
+    assert found[TRAINING_TAG][30] == pytest.approx(read_seconds / COLLECT_FREQ)
+
+
+@pytest.mark.parametrize("share", [0.005, 0.03])
+def test_work_it_never_sheds_under_twice_the_budget_is_not_said(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    share: float,
+) -> None:
+    # Within the budget; or over it by less than the margin that noise and a stall of
+    # the machine can put on a full window's share (nothing is shed there either).
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", share * QUICK_STEP * COLLECT_FREQ)
+    with caplog.at_level(logging.INFO):
+        found = train_with_a_slow_loss(model, tmp_path, collector_clock)
+    assert [r for r in caplog.records if r.name == BUDGET_LOGGER] == []
+    assert found[TRAINING_TAG][130] == pytest.approx(share * QUICK_STEP)
+
+
+def test_work_it_never_sheds_over_the_budget_is_said_at_info_on_another_rank(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)
+    with caplog.at_level(logging.INFO):
+        train_with_a_slow_loss(
+            model,
+            tmp_path,
+            collector_clock,
+            rank_info=RankInfo(1, 2, 1, 2, "host", "pmi"),
+            coordinator=cast(Coordinator, Handing(1)),
+            on_exists="append",
+        )
+    assert budget_warnings(caplog) == []
+    [said] = [record.getMessage() for record in caplog.records if record.name == BUDGET_LOGGER]
+    assert "never sheds" in said and "cost 5.0 %" in said
+
+
+@pytest.mark.parametrize(
+    "between",
+    [None, 0.0, 0.006],
+    ids=["one-window", "within-between", "under-twice-between"],
+)
+def test_work_it_never_sheds_over_twice_the_budget_not_in_windows_in_a_row_is_not_said(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    between: float | None,
+) -> None:
+    # 5 % of the step in the first full window (its reads: the collected steps 30 to 120,
+    # each counted in the window after the step that closes one), then none (a stall of
+    # the machine read as the collector's slowdown looks like this); or, after a window of
+    # none or of 3 % (over the budget, under twice it), 5 % again: never two full windows
+    # in a row over twice the budget, so nothing is said.
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)  # (set at each step below)
+
+    def read(step: int) -> float:
+        if step <= 120 or (between is not None and step >= 230):
+            return LOSS_READ_SECONDS
+        return between or 0.0
+
+    with caplog.at_level(logging.INFO):
+        found = train_with_a_slow_loss(model, tmp_path, collector_clock, read=read)
+    assert [r for r in caplog.records if r.name == BUDGET_LOGGER] == []
+    costs = [found[TRAINING_TAG][end] / QUICK_STEP for end in (130, 230, 330)]
+    assert costs == pytest.approx(
+        [0.05, between * 5 if between else 0.0, 0.05 if between is not None else 0.0]
+    )

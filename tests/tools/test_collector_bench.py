@@ -148,6 +148,7 @@ def test_what_the_cost_budget_decided_is_listed_under_each_row(
     assert "the parameter histograms" in line
     # The messages themselves stay off the screen.
     assert "The collector cost" not in out and "The collector's histograms" not in out
+    assert "The work the collector never sheds" not in out
     [document] = runs
     rows = cast(list[dict[str, Any]], document["rows"])
     assert [len(row["summary"]["budget"]) for row in rows] == [1, 1]
@@ -216,9 +217,15 @@ def test_an_unknown_row_is_refused_naming_the_rows(tmp_path: Path) -> None:
             "27.0 % at steps 2-10 (first look): the parameter histograms but at every 27th "
             "collected step (every 270 steps)",
         ),
+        (
+            "The work the collector never sheds (the loss, the timings and the lineage) cost "
+            "17.7 % of the training step over steps 31-235, over its cost budget of 2 % by "
+            "itself, at steps of 119 us there: no shedding keeps the budget here. ...",
+            "17.7 % at steps 31-235: over by what is never shed",
+        ),
         ("Something else the budget said.", "Something else the budget said."),
     ],
-    ids=["window", "first-look", "other"],
+    ids=["window", "first-look", "never-shed", "other"],
 )
 def test_a_budget_message_is_listed_in_short(message: str, short: str) -> None:
     bench = load_tool("bench/collector.py", "collector_bench_for_decisions")

@@ -1158,7 +1158,15 @@ def budget_said() -> Iterator[list[str]]:
 
 def decision(message: str) -> str:
     """A budget message in short: the share it measured, over which steps, what it shed
-    (the first look's, at the first collected step's histograms and images, says so)."""
+    (the first look's, at the first collected step's histograms and images, says so), or
+    that what it never sheds is over the budget by itself."""
+    floor = re.match(
+        r"The work the collector never sheds .*? cost (?P<share>\S+ %) of the training step "
+        r"over steps (?P<steps>\d+-\d+)",
+        message,
+    )
+    if floor is not None:
+        return f"{floor['share']} at steps {floor['steps']}: over by what is never shed"
     found = re.match(
         r"The collector(?P<look>'s histograms and images of step \d+)? cost (?P<share>\S+ %) "
         r"of the training step over steps (?P<steps>\d+-\d+)",

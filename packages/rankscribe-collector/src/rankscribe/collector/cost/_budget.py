@@ -22,7 +22,9 @@ window's end:
   the measured cost down to half the budget), then the input images the same way, then
   the parameter fingerprint of collected steps, then the landscape sets not saved yet.
   Loss, timings and lineage are never shed. The first decision is said once, on rank 0,
-  as a warning; a later one in the same run at INFO.
+  as a warning; a later one in the same run at INFO. Where what is never shed is over
+  :data:`FLOOR_MARGIN` times the budget by itself in :data:`FLOOR_WINDOWS` full windows in
+  a row, that is said once a run as well: no shedding keeps the budget there.
 
 The first :data:`WARMUP_STEPS` steps are not measured: they hold what a run pays once (the
 first collected step's graph and dataset graph, the default landscape's saves at steps 1-19,
@@ -145,6 +147,17 @@ FIRST_WINDOW_MARGIN = 2.0
 MAX_HISTOGRAM_EVERY = 64
 #: A decision aims at this share of the budget, so that noise does not call for another.
 TARGET_SHARE = 0.5
+#: What is never shed is said to keep the budget from holding from this many times the
+#: budget: at the torch MLP rows of tools/bench/collector.py (steps of 5.7 and 6.6 ms) full
+#: windows read 2.0 to 2.3 % with the fingerprint still kept, near the budget, where a
+#: window's noise decides; the digits example's unshed remainder read 17.7 %.
+FLOOR_MARGIN = 2.0
+#: ... in this many full windows in a row: a stall of the machine read as the collector's
+#: slowdown can fill one. Said from one window, tools/bench/collector.py's ~1 ms MLP row
+#: said 27.6 % (in a run the machine slowed by 77 %) and its budget row 8.9 %; from two in
+#: a row, none of 12 runs of its torch rows, and one of 3 of its digits row (the others
+#: ended before a second full window), where the unshed remainder read 14.6 %.
+FLOOR_WINDOWS = 2
 SHED_ORDER = ("histograms", "images", "fingerprints", "landscape")
 _OFF = "off"
 
@@ -275,6 +288,8 @@ class CostBudget:
         self._window: _Window | None = None
         self._waiting: _Decision | None = None
         self._warned = False
+        self._said_floor = False
+        self._floor_windows = 0
         self._looked = False
 
     # ------------------------------------------------------------------ questions
@@ -311,6 +326,8 @@ class CostBudget:
         self._window = None
         self._waiting = None
         self._warned = False
+        self._said_floor = False
+        self._floor_windows = 0
         self._looked = self.budget <= 0 or not first_look
 
     def window_steps(self, *, first: bool = False, timed: int = 0) -> int:
@@ -478,8 +495,23 @@ class CostBudget:
             share, parts = _first_look(window, spent, user, decision.end, self.collect_freq)
         else:
             share, parts = self._shares(window, spent, slowed, user)
-        if share <= self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0):
+        bar = self.budget * (FIRST_WINDOW_MARGIN if window.first else 1.0)
+        # What no shedding brings down: the window's cost less the parts it may shed (the
+        # loss, the timings and the lineage, and the record's work for them). Where that
+        # alone is clearly over the budget in full windows in a row, it cannot hold at
+        # these steps: said once a run. Read on full windows only: the first is one
+        # collected step long, and its steps still pay for the run's start (in the digits
+        # example in one process, 428 us a step there against 119 us in the next window).
+        full = not window.look and not window.first
+        if share <= bar:
+            if full:
+                self._floor_windows = 0
             return
+        floor = share - sum(parts.values())
+        if full:
+            over = floor > self.budget * FLOOR_MARGIN
+            self._floor_windows = self._floor_windows + 1 if over else 0
+        floor_over = full and self._floor_windows >= FLOOR_WINDOWS and not self._said_floor
         # The first look reads the histograms' and images' work on the collector's clocks,
         # not what it slows the steps after it by where the training uses every core (at the
         # ~10 ms torch MLP row a histogram step read 27-85 ms there, and cost the run 35-116
@@ -514,9 +546,25 @@ class CostBudget:
             left_out = stop_landscape()
             if left_out:
                 dropped.append(f"the loss landscape's unsaved sets ({_numbers(left_out)})")
+        shedding.said.extend(dropped)
+        self._tell(share, window, decision.end, dropped, floor if floor_over else None, user)
+
+    def _tell(
+        self,
+        share: float,
+        window: _Window,
+        end: int,
+        dropped: list[str],
+        floor: float | None,
+        user: float,
+    ) -> None:
+        """Say what a decision shed, and ``floor`` (the share of what is never shed, over
+        the budget by itself; None: not, or said already this run)."""
         if dropped:
-            shedding.said.extend(dropped)
-            self._say(share, window, decision.end, dropped)
+            self._say(share, window, end, dropped)
+        if floor is not None:
+            self._said_floor = True
+            self._say_floor(share, floor, window, end, user / max(end - window.step, 1))
 
     def _shares(
         self,
@@ -609,6 +657,37 @@ class CostBudget:
             how,
         )
 
+    def _say_floor(
+        self, share: float, floor: float, window: _Window, end: int, step_seconds: float
+    ) -> None:
+        """The window's cost is over the budget with nothing it may shed to bring it down:
+        ``floor``, the share of the loss, the timings and the lineage, is over by itself
+        (once a run; on rank 0 a warning, on the others at INFO)."""
+        suggested = _suggested(share)
+        quiet = (
+            f"raise the budget above the cost (SummaryCollector(..., cost_budget={suggested}) "
+            f"or {COST_BUDGET_ENV}={suggested})"
+            if suggested is not None
+            else f"turn the budget off (SummaryCollector(..., cost_budget='off') or "
+            f"{COST_BUDGET_ENV}=off)"
+        )
+        logger.log(
+            logging.WARNING if self.rank == 0 else logging.INFO,
+            "The work the collector never sheds (the loss, the timings and the lineage) cost "
+            "%.1f %% of the training step over steps %d-%d (and over twice the budget in the "
+            "window before), over its cost budget of %g %% by itself, at steps of %s there: no "
+            "shedding keeps the budget here. It keeps "
+            'recording them (%s); to be told no more, %s (docs/collector-cost.md, "The cost '
+            'budget").',
+            100 * floor,
+            window.step + 1,
+            end,
+            100 * self.budget,
+            _duration(step_seconds),
+            _LESS,
+            quiet,
+        )
+
 
 def _first_look(
     window: _Window, spent: dict[ThreadKind, float], user: float, end: int, collect_freq: int
@@ -676,6 +755,22 @@ def _nth(number: int) -> str:
         "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
     )
     return f"{number}{suffix}"
+
+
+#: What makes the work the budget never sheds cheaper, in the warnings that say it is over.
+_LESS = (
+    "to record less of it: a larger collect_freq, fewer sections a step, system_interval=0 "
+    "or gradient_probe=False"
+)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the unit that suits it (a step's length in a warning)."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
 
 
 def _suggested(share: float) -> str | None:
