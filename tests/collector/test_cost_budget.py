@@ -1362,3 +1362,29 @@ def test_work_it_never_sheds_over_twice_the_budget_not_in_windows_in_a_row_is_no
     assert costs == pytest.approx(
         [0.05, between * 5 if between else 0.0, 0.05 if between is not None else 0.0]
     )
+
+
+def test_work_it_never_sheds_is_said_once_in_each_training_run(
+    model: Any,
+    tmp_path: Path,
+    collector_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One collector, two training runs whose loss reads cost 5 % of the step: each run
+    # is measured afresh, and each is told once.
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)
+    data = model(100)
+    collector = loss_only_collector(tmp_path)
+
+    def step_fn(batch: Any) -> Any:
+        collector_clock.advance(QUICK_STEP)
+        return SlowLoss.of(0.5)
+
+    with caplog.at_level(logging.INFO):
+        for _ in range(2):
+            TrainLoop(step_fn, network=data.network).train(4, data.dataset, callbacks=[collector])
+    said = budget_warnings(caplog)
+    assert len(said) == 2
+    assert all("never sheds" in message and "cost 5.0 %" in message for message in said)
