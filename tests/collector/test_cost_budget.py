@@ -1214,6 +1214,15 @@ def test_a_first_look_that_sheds_the_histograms_and_images_keeps_the_landscape(
 LOSS_READ_SECONDS = 0.01  # of the clock, at each collected step of 10 quick steps: 5 %
 
 
+@pytest.fixture
+def slow_loss(collector_clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    """``SlowLoss`` reads of LOSS_READ_SECONDS of the collector's clock (a test may set
+    ``SlowLoss.seconds`` again: it is restored after it); the clock."""
+    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
+    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)
+    return collector_clock
+
+
 def train_with_a_slow_loss(
     model: Any,
     directory: Path,
@@ -1228,7 +1237,6 @@ def train_with_a_slow_loss(
     collector recording nothing it may shed; the scalars recorded."""
     data = model(100)
     collector = loss_only_collector(directory, **options)
-
     numbers = itertools.count(1)
 
     def step_fn(batch: Any) -> Any:
@@ -1257,7 +1265,7 @@ def train_with_a_slow_loss(
 def test_work_it_never_sheds_over_the_budget_is_said_once_with_its_share(
     model: Any,
     tmp_path: Path,
-    collector_clock: ManualClock,
+    slow_loss: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     step_seconds: float,
@@ -1270,10 +1278,9 @@ def test_work_it_never_sheds_over_the_budget_is_said_once_with_its_share(
     # The loss read costs 4.5-5 % of the step, over twice the budget of 2 % with nothing
     # left to shed: the budget cannot hold, and the warning says so once, with the share,
     # the steps it was measured over and what would record less.
-    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
     monkeypatch.setattr(SlowLoss, "seconds", read_seconds)
     with caplog.at_level(logging.INFO):
-        found = train_with_a_slow_loss(model, tmp_path, collector_clock, step_seconds, epochs=8)
+        found = train_with_a_slow_loss(model, tmp_path, slow_loss, step_seconds, epochs=8)
     [said] = budget_warnings(caplog)
     assert said.startswith("The work the collector never sheds (the loss, the timings and the")
     # The second full window in a row over twice the budget (the first opens at 31), and
@@ -1291,35 +1298,28 @@ def test_work_it_never_sheds_over_the_budget_is_said_once_with_its_share(
 def test_work_it_never_sheds_under_twice_the_budget_is_not_said(
     model: Any,
     tmp_path: Path,
-    collector_clock: ManualClock,
+    slow_loss: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     share: float,
 ) -> None:
     # Within the budget; or over it by less than the margin that noise and a stall of
     # the machine can put on a full window's share (nothing is shed there either).
-    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
     monkeypatch.setattr(SlowLoss, "seconds", share * QUICK_STEP * COLLECT_FREQ)
     with caplog.at_level(logging.INFO):
-        found = train_with_a_slow_loss(model, tmp_path, collector_clock)
+        found = train_with_a_slow_loss(model, tmp_path, slow_loss)
     assert [r for r in caplog.records if r.name == BUDGET_LOGGER] == []
     assert found[TRAINING_TAG][130] == pytest.approx(share * QUICK_STEP)
 
 
 def test_work_it_never_sheds_over_the_budget_is_said_at_info_on_another_rank(
-    model: Any,
-    tmp_path: Path,
-    collector_clock: ManualClock,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    model: Any, tmp_path: Path, slow_loss: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
-    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)
     with caplog.at_level(logging.INFO):
         train_with_a_slow_loss(
             model,
             tmp_path,
-            collector_clock,
+            slow_loss,
             rank_info=RankInfo(1, 2, 1, 2, "host", "pmi"),
             coordinator=cast(Coordinator, Handing(1)),
             on_exists="append",
@@ -1337,8 +1337,7 @@ def test_work_it_never_sheds_over_the_budget_is_said_at_info_on_another_rank(
 def test_work_it_never_sheds_over_twice_the_budget_not_in_windows_in_a_row_is_not_said(
     model: Any,
     tmp_path: Path,
-    collector_clock: ManualClock,
-    monkeypatch: pytest.MonkeyPatch,
+    slow_loss: ManualClock,
     caplog: pytest.LogCaptureFixture,
     between: float | None,
 ) -> None:
@@ -1347,16 +1346,13 @@ def test_work_it_never_sheds_over_twice_the_budget_not_in_windows_in_a_row_is_no
     # the machine read as the collector's slowdown looks like this); or, after a window of
     # none or of 3 % (over the budget, under twice it), 5 % again: never two full windows
     # in a row over twice the budget, so nothing is said.
-    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
-    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)  # (set at each step below)
-
     def read(step: int) -> float:
         if step <= 120 or (between is not None and step >= 230):
             return LOSS_READ_SECONDS
         return between or 0.0
 
     with caplog.at_level(logging.INFO):
-        found = train_with_a_slow_loss(model, tmp_path, collector_clock, read=read)
+        found = train_with_a_slow_loss(model, tmp_path, slow_loss, read=read)
     assert [r for r in caplog.records if r.name == BUDGET_LOGGER] == []
     costs = [found[TRAINING_TAG][end] / QUICK_STEP for end in (130, 230, 330)]
     assert costs == pytest.approx(
@@ -1365,21 +1361,15 @@ def test_work_it_never_sheds_over_twice_the_budget_not_in_windows_in_a_row_is_no
 
 
 def test_work_it_never_sheds_is_said_once_in_each_training_run(
-    model: Any,
-    tmp_path: Path,
-    collector_clock: ManualClock,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    model: Any, tmp_path: Path, slow_loss: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # One collector, two training runs whose loss reads cost 5 % of the step: each run
     # is measured afresh, and each is told once.
-    monkeypatch.setattr(SlowLoss, "clock", collector_clock, raising=False)
-    monkeypatch.setattr(SlowLoss, "seconds", LOSS_READ_SECONDS)
     data = model(100)
     collector = loss_only_collector(tmp_path)
 
     def step_fn(batch: Any) -> Any:
-        collector_clock.advance(QUICK_STEP)
+        slow_loss.advance(QUICK_STEP)
         return SlowLoss.of(0.5)
 
     with caplog.at_level(logging.INFO):
