@@ -65,7 +65,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
-import re
 import statistics
 import sys
 import tempfile
@@ -87,7 +86,12 @@ from rankscribe.collector._fingerprint import (
 )
 from rankscribe.collector.adapters._torch import ForwardTimer, TorchDevicePart
 from rankscribe.collector.adapters._torch_histogram import device_histograms
-from rankscribe.collector.cost._budget import THREADS_COST_TAG, TRAINING_COST_TAG, WALL_COST_TAG
+from rankscribe.collector.cost._budget import (
+    THREADS_COST_TAG,
+    TRAINING_COST_TAG,
+    WALL_COST_TAG,
+    said_in_short,
+)
 from rankscribe.collector.system._readings import GpuReadings, gpu_device, load_nvml
 
 HERE = Path(__file__).resolve().parent
@@ -377,26 +381,10 @@ def budget_rows(runs: list[CollectedRun]) -> list[Row]:
     rows: list[Row] = []
     for number, run in enumerate(runs, 1):
         for message in run.said or ["(nothing shed)"]:
-            # (the first look at a collected step says "The collector's histograms and
-            # images of step N cost ...")
-            found = re.match(
-                r"The collector(?:'s histograms and images of step \d+)? cost (\S+ %) .*? "
-                r"over steps (\d+-\d+)",
-                message,
+            said = said_in_short(message)
+            value, note = (
+                (f"{said.share}, steps {said.steps}", said.what) if said else (message, "")
             )
-            # (where what is never shed is over the budget by itself: "The work the
-            # collector never sheds (...) cost ...")
-            floor = re.match(
-                r"The work the collector never sheds .*? cost (\S+ %) .*? over steps (\d+-\d+)",
-                message,
-            )
-            if floor is not None:
-                value, note = f"{floor[1]}, steps {floor[2]}", "over by what is never shed"
-            elif found is not None:
-                value = f"{found[1]}, steps {found[2]}"
-                note = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
-            else:
-                value, note = message, ""
             rows.append(("session", f"budget, run {number}", value, note))
     return rows
 

@@ -141,6 +141,7 @@ from rankscribe.collector import (
     TrainLoop,
     TrainSession,
 )
+from rankscribe.collector.cost._budget import said_in_short
 from rankscribe.ranks.launchers import launcher_rank
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1160,23 +1161,11 @@ def decision(message: str) -> str:
     """A budget message in short: the share it measured, over which steps, what it shed
     (the first look's, at the first collected step's histograms and images, says so), or
     that what it never sheds is over the budget by itself."""
-    floor = re.match(
-        r"The work the collector never sheds .*? cost (?P<share>\S+ %) of the training step "
-        r"over steps (?P<steps>\d+-\d+)",
-        message,
-    )
-    if floor is not None:
-        return f"{floor['share']} at steps {floor['steps']}: over by what is never shed"
-    found = re.match(
-        r"The collector(?P<look>'s histograms and images of step \d+)? cost (?P<share>\S+ %) "
-        r"of the training step over steps (?P<steps>\d+-\d+)",
-        message,
-    )
-    if found is None:
+    said = said_in_short(message)
+    if said is None:
         return message
-    shed = message.split(": it sheds ", 1)[-1].split(". The loss", 1)[0]
-    first = " (first look)" if found["look"] else ""
-    return f"{found['share']} at steps {found['steps']}{first}: {shed}"
+    first = " (first look)" if said.first_look else ""
+    return f"{said.share} at steps {said.steps}{first}: {said.what}"
 
 
 def _synchronizer(device: str) -> Callable[[], object]:

@@ -81,6 +81,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -755,6 +756,45 @@ def _nth(number: int) -> str:
         "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
     )
     return f"{number}{suffix}"
+
+
+@dataclass(frozen=True)
+class SaidInShort:
+    """One of the budget's messages in short, for the tools that list what it said
+    (``tools/bench/collector.py``, ``tools/device_check.py``): the share measured (``"20.0
+    %"``), the steps (``"21-30"``), whether the first look measured it, and what it shed
+    (or that what it never sheds is over the budget by itself)."""
+
+    share: str
+    steps: str
+    first_look: bool
+    what: str
+
+
+_SHED_SAID = re.compile(
+    r"The collector(?P<look>'s histograms and images of step \d+)? cost (?P<share>\S+ %) "
+    r"of the training step over steps (?P<steps>\d+-\d+) .*?: it sheds (?P<what>.*?)\. "
+    r"The loss",
+    re.DOTALL,
+)
+_FLOOR_SAID = re.compile(
+    r"The work the collector never sheds .*? cost (?P<share>\S+ %) of the training step "
+    r"over steps (?P<steps>\d+-\d+)",
+    re.DOTALL,
+)
+#: :attr:`SaidInShort.what` of the message of :meth:`CostBudget._say_floor`.
+FLOOR_SAID = "over by what is never shed"
+
+
+def said_in_short(message: str) -> SaidInShort | None:
+    """``message`` (a message of this module's logger) in short; None for another."""
+    floor = _FLOOR_SAID.match(message)
+    if floor is not None:
+        return SaidInShort(floor["share"], floor["steps"], False, FLOOR_SAID)
+    shed = _SHED_SAID.match(message)
+    if shed is not None:
+        return SaidInShort(shed["share"], shed["steps"], bool(shed["look"]), shed["what"])
+    return None
 
 
 #: What makes the work the budget never sheds cheaper, in the warnings that say it is over.
